@@ -1,0 +1,13 @@
+// Command etcd is the etcd server, built from go.etcd.io/etcd/server/v3 at the
+// version pinned in go.mod, for the local control plane and the e2e tests.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() {
+	etcdmain.Main(os.Args)
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Regenerates deepcopy, defaulters, conversions, OpenAPI definitions with
+# declared model names, and the clientset (with watch and apply
+# configurations), listers and informers, with k8s.io/code-generator's
+# kube_codegen.sh at the version go.mod pins.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${root}"
+module=github.com/clustergate/clustergate
+codegen_pkg=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+
+# shellcheck source=/dev/null
+source "${codegen_pkg}/kube_codegen.sh"
+
+kube::codegen::gen_helpers \
+  --boilerplate hack/boilerplate.go.txt \
+  pkg/apis
+
+kube::codegen::gen_openapi \
+  --output-dir pkg/generated/openapi \
+  --output-pkg "${module}/pkg/generated/openapi" \
+  --output-model-name-file zz_generated.model_name.go \
+  --report-filename hack/api-rule-violations.list \
+  --update-report \
+  --boilerplate hack/boilerplate.go.txt \
+  pkg/apis
+
+kube::codegen::gen_client \
+  --with-watch \
+  --with-applyconfig \
+  --applyconfig-openapi-schema <(go run ./pkg/generated/openapi/cmd/models-schema) \
+  --output-dir pkg/generated \
+  --output-pkg "${module}/pkg/generated" \
+  --boilerplate hack/boilerplate.go.txt \
+  pkg/apis

@@ -1,0 +1,194 @@
+package clustergate
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Session is a time-limited, owner-bound break-glass session to a target
+// cluster. Its proxy subresource streams the owner's requests to the target
+// with credentials the server minted and never hands out.
+type Session struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   SessionSpec
+	Status SessionStatus
+}
+
+// SessionSpec is what the creator asked for. It is immutable after create.
+type SessionSpec struct {
+	// TTL is how long the session lasts, counted from its creation.
+	TTL metav1.Duration
+	// Owner is the only user who may use the session's proxy.
+	Owner SessionOwner
+	// AccessLevel names the group the minted credentials carry on the target.
+	AccessLevel AccessLevel
+	// Target is the cluster the session reaches.
+	Target SessionTarget
+}
+
+// SessionOwner identifies the user a session belongs to.
+type SessionOwner struct {
+	// Username is the owner's authenticated user name.
+	Username string
+	// UID is the owner's authenticated user UID, if the authenticator set one.
+	UID string
+	// Groups are the owner's groups at the time the session was created.
+	Groups []string
+}
+
+// AccessLevel is the level of access a session grants on its target.
+type AccessLevel struct {
+	// Group is one of the server's configured session access groups.
+	Group string
+}
+
+// SessionTarget names the cluster of a session: exactly one member is set.
+type SessionTarget struct {
+	// Shoot is a Gardener Shoot in the server's Gardener project.
+	Shoot *ShootReference
+	// Cluster is a cluster reached through a kubeconfig Secret.
+	Cluster *ClusterTarget
+}
+
+// ShootReference names a Gardener Shoot in the server's Gardener project.
+type ShootReference struct {
+	// Name is the Shoot's name.
+	Name string
+}
+
+// ClusterTarget is a cluster whose credentials are minted with a
+// certificates.k8s.io/v1 CertificateSigningRequest.
+type ClusterTarget struct {
+	// KubeconfigSecretRef names a Secret in the server's namespace holding a
+	// kubeconfig that may create and approve CSRs on the target.
+	KubeconfigSecretRef LocalSecretReference
+	// SignerName is the CSR signer that issues the session's client certificate.
+	SignerName string
+}
+
+// LocalSecretReference names a Secret in a namespace known from context.
+type LocalSecretReference struct {
+	// Name is the Secret's name.
+	Name string
+}
+
+// SessionStatus is what the server observed and decided about a session.
+type SessionStatus struct {
+	// ExpiresAt is creationTimestamp + ttl. It is written once and never changes.
+	ExpiresAt *metav1.Time
+	// Endpoint is the API path of the session's proxy subresource.
+	Endpoint string
+	// BackendURL is the URL of the target's kube-apiserver.
+	BackendURL string
+	// ObservedGeneration is the generation the status was computed for.
+	ObservedGeneration int64
+	// Conditions are CredentialsReady, AuthorizationPolicyReady and Ready.
+	Conditions []metav1.Condition
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionList is a list of Sessions.
+type SessionList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []Session
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionProxyOptions is the query of a request to the sessions/proxy subresource.
+type SessionProxyOptions struct {
+	metav1.TypeMeta
+
+	// Path is the path to forward to the target, below the proxy subresource.
+	Path string
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionKubeconfig is the answer of the sessions/kubeconfig subresource: a
+// kubeconfig that reaches the session's proxy and carries no credentials.
+type SessionKubeconfig struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	// Kubeconfig is the kubeconfig file, YAML encoded.
+	Kubeconfig []byte
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// GardenerClusterKubeconfig keeps a dynamic kubeconfig for a Gardener Shoot in
+// a Secret: fetched from Gardener, rotated before it expires, rotated on
+// demand and removed when the object is deleted. Its spec has the shape of
+// Kyma's GardenerCluster so that consumers keep working unchanged.
+type GardenerClusterKubeconfig struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec   GardenerClusterKubeconfigSpec
+	Status GardenerClusterKubeconfigStatus
+}
+
+// GardenerClusterKubeconfigSpec names the Shoot and the Secret to keep.
+type GardenerClusterKubeconfigSpec struct {
+	// Shoot is the Gardener Shoot whose kubeconfig is kept.
+	Shoot ShootReference
+	// Kubeconfig says where the kubeconfig is written.
+	Kubeconfig KubeconfigTarget
+}
+
+// KubeconfigTarget says where a kubeconfig is written.
+type KubeconfigTarget struct {
+	// Secret is the Secret and data key that hold the kubeconfig.
+	Secret SecretKeyReference
+}
+
+// SecretKeyReference names a key of a Secret.
+type SecretKeyReference struct {
+	// Name is the Secret's name.
+	Name string
+	// Namespace is the Secret's namespace; it must be the object's own.
+	Namespace string
+	// Key is the data key that holds the kubeconfig.
+	Key string
+}
+
+// KubeconfigState is the summary state of a GardenerClusterKubeconfig.
+type KubeconfigState string
+
+const (
+	// KubeconfigStateReady means the Secret holds a valid kubeconfig.
+	KubeconfigStateReady KubeconfigState = "Ready"
+	// KubeconfigStateError means the last attempt to write the Secret failed.
+	KubeconfigStateError KubeconfigState = "Error"
+)
+
+// GardenerClusterKubeconfigStatus is what the server observed about the kubeconfig.
+type GardenerClusterKubeconfigStatus struct {
+	// State is Ready or Error.
+	State KubeconfigState
+	// LastSyncTime is when the kubeconfig in the Secret was last written.
+	LastSyncTime *metav1.Time
+	// ExpirationTime is when the kubeconfig in the Secret expires.
+	ExpirationTime *metav1.Time
+	// ObservedGeneration is the generation the status was computed for.
+	ObservedGeneration int64
+	// Conditions holds KubeconfigReady.
+	Conditions []metav1.Condition
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// GardenerClusterKubeconfigList is a list of GardenerClusterKubeconfigs.
+type GardenerClusterKubeconfigList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []GardenerClusterKubeconfig
+}

@@ -1,0 +1,204 @@
+// Package session holds the registry strategies of Sessions: what the server
+// does to a Session on create, update and status update.
+package session
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/registry/generic"
+	"k8s.io/apiserver/pkg/storage"
+	"k8s.io/apiserver/pkg/storage/names"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/registry/table"
+)
+
+// ConditionReady is the condition that says whether a session can be used.
+const ConditionReady = "Ready"
+
+// Strategy is the create and update strategy of Sessions.
+type Strategy struct {
+	runtime.ObjectTyper
+	names.NameGenerator
+
+	policy validation.SessionPolicy
+}
+
+// NewStrategy returns the strategy of Sessions under the server's policy.
+func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionPolicy) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy}
+}
+
+// NamespaceScoped is true: Sessions live in namespaces.
+func (Strategy) NamespaceScoped() bool { return true }
+
+// GetResetFields says that the main resource ignores status.
+func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	}
+}
+
+// PrepareForCreate drops any status the client sent and writes the parts of
+// the status that are known at creation: the expiry and the proxy endpoint.
+// Writing the expiry here, not in a controller, means no Session ever exists
+// without one.
+func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+	s := obj.(*clustergate.Session)
+	s.Generation = 1
+	s.Status = clustergate.SessionStatus{Endpoint: ProxyEndpoint(s.Namespace, s.Name)}
+	if s.Spec.TTL.Duration > 0 && !s.CreationTimestamp.IsZero() {
+		expiresAt := metav1.NewTime(validation.ExpiresAt(s.CreationTimestamp.Time, s.Spec.TTL.Duration))
+		s.Status.ExpiresAt = &expiresAt
+	}
+}
+
+// PrepareForUpdate keeps the status and bumps the generation on spec changes.
+func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	newSession, oldSession := obj.(*clustergate.Session), old.(*clustergate.Session)
+	newSession.Status = oldSession.Status
+	if !apiequality.Semantic.DeepEqual(newSession.Spec, oldSession.Spec) {
+		newSession.Generation = oldSession.Generation + 1
+	}
+}
+
+// Validate validates a new Session against the server's policy.
+func (s Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
+	return validation.ValidateSession(obj.(*clustergate.Session), s.policy)
+}
+
+// ValidateUpdate refuses any change to the spec.
+func (Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSessionUpdate(obj.(*clustergate.Session), old.(*clustergate.Session))
+}
+
+// WarningsOnCreate returns no warnings.
+func (Strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
+
+// WarningsOnUpdate returns no warnings.
+func (Strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
+	return nil
+}
+
+// Canonicalize does nothing: Sessions have a single canonical form.
+func (Strategy) Canonicalize(runtime.Object) {}
+
+// AllowCreateOnUpdate is false: a Session is created with create only.
+func (Strategy) AllowCreateOnUpdate(context.Context) bool { return false }
+
+// AllowUnconditionalUpdate is true: updates without a resourceVersion are allowed.
+func (Strategy) AllowUnconditionalUpdate(context.Context) bool { return true }
+
+// StatusStrategy is the strategy of the sessions/status subresource.
+type StatusStrategy struct {
+	Strategy
+}
+
+// NewStatusStrategy returns the status strategy of Sessions.
+func NewStatusStrategy(s Strategy) StatusStrategy {
+	return StatusStrategy{Strategy: s}
+}
+
+// GetResetFields says that the status subresource ignores spec.
+func (StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return map[fieldpath.APIVersion]*fieldpath.Set{
+		fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): fieldpath.NewSet(fieldpath.MakePathOrDie("spec")),
+	}
+}
+
+// PrepareForUpdate keeps the spec: the status subresource changes only status.
+func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
+	obj.(*clustergate.Session).Spec = old.(*clustergate.Session).Spec
+}
+
+// ValidateUpdate validates the new status.
+func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSessionStatusUpdate(obj.(*clustergate.Session), old.(*clustergate.Session))
+}
+
+// ProxyEndpoint is the API path of a session's proxy subresource.
+func ProxyEndpoint(namespace, name string) string {
+	return path.Join("/apis", v1alpha1.SchemeGroupVersion.String(), "namespaces", namespace, "sessions", name, "proxy")
+}
+
+// GetAttrs returns the labels and fields a Session can be selected by.
+func GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	s, ok := obj.(*clustergate.Session)
+	if !ok {
+		return nil, nil, fmt.Errorf("not a Session: %T", obj)
+	}
+	return s.Labels, SelectableFields(s), nil
+}
+
+// SelectableFields returns the fields a Session can be selected by.
+func SelectableFields(s *clustergate.Session) fields.Set {
+	shoot := ""
+	if s.Spec.Target.Shoot != nil {
+		shoot = s.Spec.Target.Shoot.Name
+	}
+	return generic.AddObjectMetaFieldsSet(fields.Set{
+		v1alpha1.FieldOwnerUsername:   s.Spec.Owner.Username,
+		v1alpha1.FieldTargetShootName: shoot,
+	}, &s.ObjectMeta, true)
+}
+
+// MatchSession returns a matcher for a label and field selector.
+func Match(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
+	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
+}
+
+// NewTableConvertor prints Sessions as NAME OWNER TARGET ACCESS EXPIRES READY AGE.
+func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Session] {
+	return table.Convertor[*clustergate.Session]{
+		Columns: []metav1.TableColumnDefinition{
+			{Name: "Owner", Type: "string", Description: "User who may use the session."},
+			{Name: "Target", Type: "string", Description: "Cluster the session reaches."},
+			{Name: "Access", Type: "string", Description: "Group the session's credentials carry."},
+			{Name: "Expires", Type: "string", Description: "Time left until the session expires."},
+			{Name: "Ready", Type: "string", Description: "Whether the session can be used."},
+			{Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1, Description: "When the session expires."},
+		},
+		Cells: func(s *clustergate.Session, now time.Time) []any {
+			expires, expiresAt := table.None, table.None
+			if s.Status.ExpiresAt != nil {
+				expiresAt = s.Status.ExpiresAt.UTC().Format(time.RFC3339)
+				if left := s.Status.ExpiresAt.Sub(now); left > 0 {
+					expires = duration.HumanDuration(left)
+				} else {
+					expires = "Expired"
+				}
+			}
+			ready := string(metav1.ConditionUnknown)
+			if c := meta.FindStatusCondition(s.Status.Conditions, ConditionReady); c != nil {
+				ready = string(c.Status)
+			}
+			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, expiresAt}
+		},
+		Now: now,
+	}
+}
+
+// Target prints a session target as kind/name.
+func Target(t *clustergate.SessionTarget) string {
+	switch {
+	case t.Shoot != nil:
+		return "shoot/" + t.Shoot.Name
+	case t.Cluster != nil:
+		return "cluster/" + t.Cluster.KubeconfigSecretRef.Name
+	}
+	return table.None
+}
