@@ -30,7 +30,7 @@ module_version() {
 
 build_set() {
   local set=$1 dir="${root}/hack/tools/$1" key dest
-  key=$( { go version; cat "${dir}"/go.mod "${dir}"/go.sum "${dir}"/*.go 2>/dev/null; } | sha256sum | cut -c1-12)
+  key=$( { go version; find "${dir}" -maxdepth 1 -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-12)
   dest="${out}/tools/${set}-${key}"
   if [[ ! -f "${dest}/.complete" ]]; then
     echo "building ${set} tools into ${dest} (cold builds take minutes)" >&2

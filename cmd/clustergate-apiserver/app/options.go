@@ -1,0 +1,167 @@
+// Package app holds the clustergate-apiserver command: its flags, their
+// checks, and the run of the server they configure.
+package app
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	netutils "k8s.io/utils/net"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/apiserver"
+	"github.com/clustergate/clustergate/pkg/embeddedetcd"
+	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
+)
+
+// etcdPathPrefix is where the server keeps its objects in etcd.
+const etcdPathPrefix = "/registry/clustergate.dev"
+
+// Options are the flags of clustergate-apiserver.
+type Options struct {
+	// RecommendedOptions are the generic server's flags: etcd, serving,
+	// delegated authentication and authorization, admission, audit, features.
+	RecommendedOptions *genericoptions.RecommendedOptions
+
+	// DataDir holds the embedded etcd's data and generated serving certificates.
+	DataDir string
+	// SessionMinTTL is the shortest TTL a Session may ask for.
+	SessionMinTTL time.Duration
+	// SessionMaxTTL is the longest TTL a Session may ask for.
+	SessionMaxTTL time.Duration
+	// SessionAccessGroups are the access groups a Session may ask for.
+	SessionAccessGroups []string
+
+	// embeddedEtcdURL is set by Complete when the server runs its own etcd.
+	embeddedEtcdURL string
+	// standalone is set by Complete when there is no core cluster to
+	// delegate to; only system:masters is then authorized.
+	standalone bool
+}
+
+// NewOptions returns the options with their defaults.
+func NewOptions() *Options {
+	policy := validation.DefaultSessionPolicy()
+	o := &Options{
+		RecommendedOptions: genericoptions.NewRecommendedOptions(etcdPathPrefix,
+			apiserver.Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion)),
+		DataDir:             "clustergate-data",
+		SessionMinTTL:       policy.MinTTL,
+		SessionMaxTTL:       policy.MaxTTL,
+		SessionAccessGroups: sets.List(policy.AccessGroups),
+	}
+	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
+		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
+	// The kube-apiserver in front of an aggregated server already applies
+	// priority and fairness to every request it forwards.
+	o.RecommendedOptions.Features.EnablePriorityAndFairness = false
+	return o
+}
+
+// AddFlags adds the options' flags to fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.RecommendedOptions.AddFlags(fs)
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
+		"Directory of the embedded etcd's data (used when --etcd-servers is empty) and of generated serving certificates.")
+	fs.DurationVar(&o.SessionMinTTL, "session-min-ttl", o.SessionMinTTL, "Shortest spec.ttl a Session may ask for.")
+	fs.DurationVar(&o.SessionMaxTTL, "session-max-ttl", o.SessionMaxTTL, "Longest spec.ttl a Session may ask for.")
+	fs.StringSliceVar(&o.SessionAccessGroups, "session-access-groups", o.SessionAccessGroups,
+		"Values that spec.accessLevel.group of a Session may take.")
+}
+
+// Complete fills in what the flags leave open: an embedded etcd when no
+// --etcd-servers are given, and standalone mode when there is no core cluster.
+func (o *Options) Complete() error {
+	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
+		u, err := embeddedetcd.FreeLocalURL()
+		if err != nil {
+			return fmt.Errorf("choosing the embedded etcd's address: %w", err)
+		}
+		o.embeddedEtcdURL = u
+		o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList = []string{u}
+	}
+
+	if o.RecommendedOptions.CoreAPI.CoreAPIKubeconfigPath == "" && os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		// Without a core cluster there is nobody to delegate authentication,
+		// authorization or admission to: only the loopback client and client
+		// certificates in system:masters get in.
+		o.standalone = true
+		o.RecommendedOptions.CoreAPI = nil
+		o.RecommendedOptions.Admission = nil
+		o.RecommendedOptions.Authentication.RemoteKubeConfigFileOptional = true
+		o.RecommendedOptions.Authorization.RemoteKubeConfigFileOptional = true
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	errs := o.RecommendedOptions.Validate()
+	if err := o.sessionPolicy().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.embeddedEtcdURL != "" && o.DataDir == "" {
+		errs = append(errs, fmt.Errorf("--data-dir is required when --etcd-servers is empty"))
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+func (o *Options) sessionPolicy() validation.SessionPolicy {
+	return validation.SessionPolicy{
+		MinTTL:       o.SessionMinTTL,
+		MaxTTL:       o.SessionMaxTTL,
+		AccessGroups: sets.New(o.SessionAccessGroups...),
+	}
+}
+
+// Config builds the server configuration from the options.
+func (o *Options) Config() (*apiserver.Config, error) {
+	serving := o.RecommendedOptions.SecureServing
+	if serving.ServerCert.CertDirectory == "" || serving.ServerCert.CertDirectory == "apiserver.local.config/certificates" {
+		serving.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certificates")
+	}
+	// The aggregator dials an APIService's Service by its cluster DNS name.
+	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost",
+		[]string{"clustergate.clustergate-system.svc", "clustergate.clustergate-system.svc.cluster.local"},
+		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+
+	serverConfig := genericapiserver.NewRecommendedConfig(apiserver.Codecs)
+	namer := openapi.NewDefinitionNamer(apiserver.Scheme)
+	serverConfig.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIConfig.Info.Title = "clustergate"
+	serverConfig.OpenAPIConfig.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	serverConfig.OpenAPIV3Config.Info.Title = "clustergate"
+	serverConfig.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	serverConfig.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	serverConfig.FeatureGate = utilfeature.DefaultFeatureGate
+
+	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
+		return nil, err
+	}
+	if o.standalone {
+		klog.InfoS("No core cluster configured (--kubeconfig): running standalone, only system:masters is authorized and admission is off")
+	}
+	return &apiserver.Config{
+		GenericConfig: serverConfig,
+		ExtraConfig:   apiserver.ExtraConfig{SessionPolicy: o.sessionPolicy()},
+	}, nil
+}
