@@ -378,3 +378,16 @@ func TestTable(t *testing.T) {
 		t.Errorf("rows = %+v", table.Rows)
 	}
 }
+
+func TestOwnerStampedFromCreator(t *testing.T) {
+	s := newSession("stamped")
+	s.Spec.Owner = v1alpha1.SessionOwner{}
+	got, err := clientset(t).ClustergateV1alpha1().Sessions("owner").Create(context.Background(), s, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The loopback client is the server's own user, in system:masters.
+	if got.Spec.Owner.Username != "system:apiserver" || len(got.Spec.Owner.Groups) == 0 {
+		t.Errorf("owner = %+v, want the creator system:apiserver with its groups", got.Spec.Owner)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	netutils "k8s.io/utils/net"
 
+	"github.com/clustergate/clustergate/pkg/admission/sessionowner"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/apiserver"
@@ -70,6 +72,19 @@ func NewOptions() *Options {
 	// The kube-apiserver in front of an aggregated server already applies
 	// priority and fairness to every request it forwards.
 	o.RecommendedOptions.Features.EnablePriorityAndFairness = false
+
+	// SessionOwner runs right after NamespaceLifecycle, so that webhooks and
+	// admission policies see the stamped owner.
+	admissionOptions := o.RecommendedOptions.Admission
+	sessionowner.Register(admissionOptions.Plugins)
+	order := []string{}
+	for _, name := range admissionOptions.RecommendedPluginOrder {
+		order = append(order, name)
+		if name == lifecycle.PluginName {
+			order = append(order, sessionowner.PluginName)
+		}
+	}
+	admissionOptions.RecommendedPluginOrder = order
 	return o
 }
 
@@ -158,7 +173,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, err
 	}
 	if o.standalone {
-		klog.InfoS("No core cluster configured (--kubeconfig): running standalone, only system:masters is authorized and admission is off")
+		klog.InfoS("No core cluster configured (--kubeconfig): running standalone; only system:masters is authorized and SessionOwner is the only admission plugin")
+		owner := sessionowner.New()
+		owner.SetAuthorizer(serverConfig.Authorization.Authorizer)
+		serverConfig.AdmissionControl = owner
 	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,

@@ -1,0 +1,80 @@
+// Command local-up runs the local control plane of `make run` in the
+// foreground until Ctrl-C or SIGTERM, then stops everything it started.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/clustergate/clustergate/test/controlplane"
+)
+
+func main() {
+	root, _ := os.Getwd()
+	dir := flag.String("dir", filepath.Join(root, "_output", "local"), "directory for certificates, kubeconfigs, data and logs")
+	bin := flag.String("bin", filepath.Join(root, "_output", "bin"), "directory of the built binaries")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, root, *dir, *bin); err != nil {
+		fmt.Fprintln(os.Stderr, "local-up:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, root, dir, bin string) error {
+	start := time.Now()
+	logf := func(format string, args ...any) { fmt.Printf("local-up: "+format+"\n", args...) }
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		logf("stopping")
+		cp.Stop()
+	}()
+	logf("control plane ready in %s", time.Since(start).Round(100*time.Millisecond))
+
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", "demo"); err != nil {
+		return err
+	}
+	for _, example := range []string{"session.yaml", "gardenerclusterkubeconfig.yaml"} {
+		if out, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "apply", "-f", filepath.Join(root, "artifacts", "examples", example)); err != nil {
+			logf("example %s not created: %v", example, err)
+		} else {
+			fmt.Print(string(out))
+		}
+	}
+
+	rel := func(p string) string {
+		if r, err := filepath.Rel(root, p); err == nil {
+			return r
+		}
+		return p
+	}
+	fmt.Printf(`
+clustergate is registered with the garden kube-apiserver at %s.
+
+  export KUBECONFIG=%s
+  kubectl api-resources --api-group=clustergate.dev
+  kubectl get clustergate -A            # sessions and gardenerclusterkubeconfigs
+  kubectl -n demo get sess,gck -o wide
+  kubectl explain session.spec
+
+The shoot "local" (Gardener project "local"): kubectl --kubeconfig=%s get ns
+A kubeconfig for another user:           hack/local-user.sh alice [GROUP...]
+Logs: %s
+
+Press Ctrl-C to stop.
+`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(filepath.Join(dir, "logs")))
+
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,575 @@
+// Package controlplane starts a whole local control plane on 127.0.0.1 from
+// the pinned binaries that hack/tools/build.sh builds: etcd, a garden
+// kube-apiserver with aggregation, gardener-apiserver with a project and a
+// workerless Shoot, a second kube-apiserver that is that Shoot's API server
+// with a kube-controller-manager signing its CSRs, and clustergate registered
+// through the APIService from artifacts/. `make run` and the e2e tests use it.
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+//go:embed fixtures/*.yaml
+var fixtures embed.FS
+
+// Gardener project and Shoot of the local control plane.
+const (
+	Project = "local"
+	Shoot   = "local"
+)
+
+// ClustergateServiceAccount is the identity clustergate has in the garden
+// cluster, as it would have from its ServiceAccount in a real one.
+const ClustergateServiceAccount = "system:serviceaccount:clustergate-system:clustergate"
+
+// gardenerGroupVersions are the API group versions gardener-apiserver serves.
+var gardenerGroupVersions = []struct{ Group, Version string }{
+	{"core.gardener.cloud", "v1beta1"},
+	{"core.gardener.cloud", "v1"},
+	{"seedmanagement.gardener.cloud", "v1alpha1"},
+	{"operations.gardener.cloud", "v1alpha1"},
+	{"security.gardener.cloud", "v1alpha1"},
+}
+
+// Options say where the control plane finds its binaries and keeps its files.
+type Options struct {
+	// Dir holds certificates, kubeconfigs, data and logs. It is emptied first.
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager,
+	// gardener-apiserver and clustergate-apiserver.
+	BinDir string
+	// RepoRoot is the clustergate checkout, whose artifacts/ are applied.
+	RepoRoot string
+	// Logf reports progress; nil is silent.
+	Logf func(format string, args ...any)
+}
+
+// ControlPlane is a running local control plane.
+type ControlPlane struct {
+	opts  Options
+	procs []*process
+	pki   string
+	logs  string
+
+	ports  ports
+	values values
+	// clientCA signs the certificates of garden users; gardenCA serves the
+	// garden kube-apiserver; aggregatedCA serves the aggregated servers.
+	clientCA, gardenCA, aggregatedCA *CA
+
+	// AdminKubeconfig reaches the garden kube-apiserver as system:masters.
+	AdminKubeconfig string
+	// ShootKubeconfig reaches the shoot kube-apiserver as system:masters.
+	ShootKubeconfig string
+	// GardenURL and ShootURL are the two kube-apiservers.
+	GardenURL, ShootURL string
+	// ClustergateURL is clustergate-apiserver itself, without the aggregator.
+	ClustergateURL string
+}
+
+// Start brings the whole control plane up and returns once clustergate's
+// APIService is Available and sessions can be listed through it. On error
+// everything started so far is stopped again.
+func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	cp = &ControlPlane{opts: opts, pki: filepath.Join(opts.Dir, "pki"), logs: filepath.Join(opts.Dir, "logs")}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+			err = fmt.Errorf("%w (logs in %s)", err, cp.logs)
+		}
+	}()
+	if err := os.RemoveAll(opts.Dir); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{cp.pki, cp.logs, filepath.Join(opts.Dir, "data")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	for _, step := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"etcd and kube-apiservers", cp.startKubeAPIServers},
+		{"shoot CSR signer", cp.startShootSigner},
+		{"gardener-apiserver", cp.startGardener},
+		{"clustergate", cp.startClustergate},
+	} {
+		start := time.Now()
+		if err := step.run(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", step.name, err)
+		}
+		opts.Logf("%s ready in %s", step.name, time.Since(start).Round(100*time.Millisecond))
+	}
+	return cp, nil
+}
+
+// Stop stops every process, aggregated servers before the kube-apiservers
+// (a kube-apiserver with aggregated servers attached takes a minute to stop).
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		cp.procs[i].stop(15 * time.Second)
+	}
+	cp.procs = nil
+}
+
+// ports are the listening ports of the control plane, all on 127.0.0.1.
+type ports struct {
+	etcd, etcdPeer, garden, shoot, signer, gardener, clustergate int
+}
+
+func (cp *ControlPlane) start(name, bin string, args ...string) error {
+	p, err := startProcess(cp.logs, name, filepath.Join(cp.opts.BinDir, bin), args...)
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	return nil
+}
+
+// checkAlive fails when a started process has already exited.
+func (cp *ControlPlane) checkAlive() error {
+	for _, p := range cp.procs {
+		if done, err := p.exited(); done {
+			return fmt.Errorf("%s exited: %v; see %s", p.name, err, filepath.Join(cp.logs, p.name+".log"))
+		}
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func allocatePorts() (ports, error) {
+	var p ports
+	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.signer, &p.gardener, &p.clustergate} {
+		port, err := freePort()
+		if err != nil {
+			return p, err
+		}
+		*dst = port
+	}
+	return p, nil
+}
+
+func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
+	var err error
+	if cp.ports, err = allocatePorts(); err != nil {
+		return err
+	}
+	pki := cp.pki
+
+	gardenCA, err := NewCA(pki, "garden-ca", false)
+	if err != nil {
+		return err
+	}
+	gardenServing, err := gardenCA.ServingCert(pki, "garden-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+	if err != nil {
+		return err
+	}
+	if cp.clientCA, err = NewCA(pki, "garden-client-ca", false); err != nil {
+		return err
+	}
+	frontProxyCA, err := NewCA(pki, "front-proxy-ca", false)
+	if err != nil {
+		return err
+	}
+	frontProxyClient, err := frontProxyCA.ClientCert(pki, "front-proxy-client", "front-proxy-client")
+	if err != nil {
+		return err
+	}
+	saKey, err := NewCA(pki, "service-account", false)
+	if err != nil {
+		return err
+	}
+	shootCA, err := NewCA(pki, "shoot-ca", false)
+	if err != nil {
+		return err
+	}
+	shootServing, err := shootCA.ServingCert(pki, "shoot-apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc")
+	if err != nil {
+		return err
+	}
+	// Gardener signs admin and viewer certificates with the shoot's client CA.
+	shootClientCA, err := NewCA(pki, "shoot-client-ca", true)
+	if err != nil {
+		return err
+	}
+
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcdPeer)
+	if err := cp.start("etcd", "etcd",
+		"--data-dir", filepath.Join(cp.opts.Dir, "data", "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "default="+peerURL,
+		"--unsafe-no-fsync", "--log-level", "warn",
+	); err != nil {
+		return err
+	}
+	if err := cp.waitHTTP(ctx, etcdURL+"/health", nil); err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+
+	kubeAPIServer := func(name string, port int, serving KeyPair, clientCA *CA, prefix string, extra ...string) error {
+		args := []string{
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+			"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+			"--etcd-servers=" + etcdURL, "--etcd-prefix=" + prefix,
+			"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
+			"--client-ca-file=" + clientCA.CertFile,
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-account-key-file=" + saKey.KeyFile,
+			"--service-account-signing-key-file=" + saKey.KeyFile,
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--enable-priority-and-fairness=false",
+			"--profiling=false",
+			"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", name),
+		}
+		return cp.start(name, "kube-apiserver", append(args, extra...)...)
+	}
+	if err := kubeAPIServer("garden-apiserver", cp.ports.garden, gardenServing, cp.clientCA, "/registry-garden",
+		"--requestheader-client-ca-file="+frontProxyCA.CertFile,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-uid-headers=X-Remote-Uid",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+frontProxyClient.CertFile,
+		"--proxy-client-key-file="+frontProxyClient.KeyFile,
+	); err != nil {
+		return err
+	}
+	if err := kubeAPIServer("shoot-apiserver", cp.ports.shoot, shootServing, shootClientCA, "/registry-shoot"); err != nil {
+		return err
+	}
+
+	cp.GardenURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.garden)
+	cp.ShootURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.shoot)
+	gardenAdmin, err := cp.clientCA.ClientCert(pki, "garden-admin", "admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	shootAdmin, err := shootClientCA.ClientCert(pki, "shoot-admin", "admin", "system:masters")
+	if err != nil {
+		return err
+	}
+	cp.AdminKubeconfig = filepath.Join(cp.opts.Dir, "admin.kubeconfig")
+	if err := writeKubeconfig(cp.AdminKubeconfig, "garden", cp.GardenURL, gardenCA.CertPEM(), gardenAdmin, "admin"); err != nil {
+		return err
+	}
+	cp.ShootKubeconfig = filepath.Join(cp.opts.Dir, "shoot.kubeconfig")
+	if err := writeKubeconfig(cp.ShootKubeconfig, "shoot", cp.ShootURL, shootCA.CertPEM(), shootAdmin, "admin"); err != nil {
+		return err
+	}
+	for _, kc := range []string{cp.AdminKubeconfig, cp.ShootKubeconfig} {
+		if err := cp.waitReady(ctx, kc); err != nil {
+			return err
+		}
+	}
+
+	// Values for the fixtures that need the shoot's CAs.
+	cp.values.ShootServingCA = string(shootCA.CertPEM())
+	cp.values.ShootClientCACert = base64File(shootClientCA.CertFile)
+	cp.values.ShootClientCAKey = base64File(shootClientCA.KeyFile)
+	cp.gardenCA = gardenCA
+	return cp.applyFixture(ctx, cp.ShootKubeconfig, "shoot-rbac.yaml")
+}
+
+func (cp *ControlPlane) startShootSigner(ctx context.Context) error {
+	// Only the CSR signer runs: it signs with the shoot's client CA, so
+	// certificates minted for Sessions authenticate at the shoot.
+	return cp.start("shoot-controller-manager", "kube-controller-manager",
+		"--kubeconfig="+cp.ShootKubeconfig,
+		"--authentication-kubeconfig="+cp.ShootKubeconfig,
+		"--authorization-kubeconfig="+cp.ShootKubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports.signer),
+		"--controllers=certificatesigningrequest-signing-controller",
+		"--cluster-signing-cert-file="+filepath.Join(cp.pki, "shoot-client-ca.crt"),
+		"--cluster-signing-key-file="+filepath.Join(cp.pki, "shoot-client-ca.key"),
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--cert-dir="+filepath.Join(cp.opts.Dir, "data", "shoot-controller-manager"),
+	)
+}
+
+func (cp *ControlPlane) startGardener(ctx context.Context) error {
+	aggregatedCA, err := NewCA(cp.pki, "aggregated-ca", false)
+	if err != nil {
+		return err
+	}
+	cp.aggregatedCA = aggregatedCA
+	serving, err := aggregatedCA.ServingCert(cp.pki, "gardener-apiserver", "gardener-apiserver.kube-system.svc")
+	if err != nil {
+		return err
+	}
+	if err := cp.start("gardener-apiserver", "gardener-apiserver",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports.gardener),
+		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd),
+		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
+		"--cluster-identity=clustergate-local",
+		"--kubeconfig="+cp.AdminKubeconfig,
+		"--authentication-kubeconfig="+cp.AdminKubeconfig,
+		"--authorization-kubeconfig="+cp.AdminKubeconfig,
+		"--enable-priority-and-fairness=false",
+	); err != nil {
+		return err
+	}
+	cp.values.GardenerPort = cp.ports.gardener
+	cp.values.GardenerGroupVersions = gardenerGroupVersions
+	cp.values.AggregatedCABundle = base64.StdEncoding.EncodeToString(aggregatedCA.CertPEM())
+	cp.values.Project, cp.values.Shoot = Project, Shoot
+	if err := cp.applyFixture(ctx, cp.AdminKubeconfig, "gardener-apiservices.yaml"); err != nil {
+		return err
+	}
+	for _, gv := range gardenerGroupVersions {
+		if err := cp.waitAPIService(ctx, gv.Version+"."+gv.Group); err != nil {
+			return err
+		}
+	}
+	// Admission in gardener-apiserver reads Projects from its own cache, so a
+	// Shoot may be refused until it has seen the Project: applying again is
+	// harmless.
+	if err := cp.retry(ctx, func() error { return cp.applyFixture(ctx, cp.AdminKubeconfig, "gardener.yaml") }); err != nil {
+		return err
+	}
+	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, cp.ShootURL)
+	_, err = cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "patch", "shoot", Shoot,
+		"--subresource=status", "--type=merge", "-p", status)
+	return err
+}
+
+func (cp *ControlPlane) startClustergate(ctx context.Context) error {
+	serving, err := cp.aggregatedCA.ServingCert(cp.pki, "clustergate", "clustergate.clustergate-system.svc")
+	if err != nil {
+		return err
+	}
+	identity, err := cp.clientCA.ClientCert(cp.pki, "clustergate-client", ClustergateServiceAccount,
+		"system:serviceaccounts", "system:serviceaccounts:clustergate-system")
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(cp.opts.Dir, "clustergate.kubeconfig")
+	if err := writeKubeconfig(kubeconfig, "garden", cp.GardenURL, cp.gardenCA.CertPEM(), identity, "clustergate"); err != nil {
+		return err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "-k", filepath.Join(cp.opts.RepoRoot, "artifacts", "rbac")); err != nil {
+		return err
+	}
+	if err := cp.start("clustergate", "clustergate-apiserver",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports.clustergate),
+		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
+		"--data-dir="+filepath.Join(cp.opts.Dir, "data", "clustergate"),
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+	); err != nil {
+		return err
+	}
+	cp.ClustergateURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.clustergate)
+	cp.values.ClustergatePort = cp.ports.clustergate
+	if err := cp.applyFixture(ctx, cp.AdminKubeconfig, "clustergate-service.yaml"); err != nil {
+		return err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "-k", filepath.Join(cp.opts.RepoRoot, "artifacts", "apiservice")); err != nil {
+		return err
+	}
+	patch := fmt.Sprintf(`{"spec":{"caBundle":%q,"service":{"port":%d}}}`, cp.values.AggregatedCABundle, cp.ports.clustergate)
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "patch", "apiservice", "v1alpha1.clustergate.dev", "--type=merge", "-p", patch); err != nil {
+		return err
+	}
+	if err := cp.waitAPIService(ctx, "v1alpha1.clustergate.dev"); err != nil {
+		return err
+	}
+	return cp.retry(ctx, func() error {
+		_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "get", "sessions", "-A")
+		return err
+	})
+}
+
+// UserKubeconfig writes a garden kubeconfig for user name in the given
+// groups, with a client certificate from the local client CA, and returns
+// its path.
+func (cp *ControlPlane) UserKubeconfig(name string, groups ...string) (string, error) {
+	return WriteUserKubeconfig(cp.opts.Dir, name, groups...)
+}
+
+// WriteUserKubeconfig writes a garden kubeconfig for user name into the
+// control plane directory dir of a running control plane.
+func WriteUserKubeconfig(dir, name string, groups ...string) (string, error) {
+	pki := filepath.Join(dir, "pki")
+	ca, err := LoadCA(filepath.Join(pki, "garden-client-ca.crt"), filepath.Join(pki, "garden-client-ca.key"))
+	if err != nil {
+		return "", fmt.Errorf("no running local control plane in %s: %w", dir, err)
+	}
+	admin, err := clientcmd.LoadFromFile(filepath.Join(dir, "admin.kubeconfig"))
+	if err != nil {
+		return "", err
+	}
+	cluster := admin.Clusters["garden"]
+	users := filepath.Join(dir, "users")
+	if err := os.MkdirAll(users, 0o700); err != nil {
+		return "", err
+	}
+	file := strings.NewReplacer(":", "_", "/", "_").Replace(name)
+	kp, err := ca.ClientCert(users, file, name, groups...)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(users, file+".kubeconfig")
+	return path, writeKubeconfig(path, "garden", cluster.Server, cluster.CertificateAuthorityData, kp, name)
+}
+
+// Kubectl runs kubectl against the cluster of kubeconfig and returns its
+// output; stdin, if not nil, is its input.
+func (cp *ControlPlane) Kubectl(ctx context.Context, kubeconfig string, stdin []byte, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return out, fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
+}
+
+// values fill the fixture templates.
+type values struct {
+	Project, Shoot                      string
+	ShootServingCA                      string
+	ShootClientCACert, ShootClientCAKey string
+	GardenerPort, ClustergatePort       int
+	GardenerGroupVersions               []struct{ Group, Version string }
+	AggregatedCABundle                  string
+}
+
+func (cp *ControlPlane) applyFixture(ctx context.Context, kubeconfig, name string) error {
+	tmpl, err := template.New(name).Funcs(template.FuncMap{
+		"indent": func(n int, s string) string {
+			pad := strings.Repeat(" ", n)
+			return pad + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pad)
+		},
+	}).ParseFS(fixtures, "fixtures/"+name)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, cp.values); err != nil {
+		return err
+	}
+	_, err = cp.Kubectl(ctx, kubeconfig, buf.Bytes(), "apply", "-f", "-")
+	return err
+}
+
+// waitReady waits until the API server of kubeconfig answers /readyz.
+func (cp *ControlPlane) waitReady(ctx context.Context, kubeconfig string) error {
+	return cp.retry(ctx, func() error {
+		_, err := cp.Kubectl(ctx, kubeconfig, nil, "get", "--raw", "/readyz")
+		return err
+	})
+}
+
+func (cp *ControlPlane) waitAPIService(ctx context.Context, name string) error {
+	return cp.retry(ctx, func() error {
+		out, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "get", "apiservice", name,
+			"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
+		if err != nil {
+			return err
+		}
+		if string(out) != "True" {
+			return fmt.Errorf("APIService %s not Available yet", name)
+		}
+		return nil
+	})
+}
+
+// waitHTTP waits until url answers 200.
+func (cp *ControlPlane) waitHTTP(ctx context.Context, url string, roots *x509.CertPool) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	return cp.retry(ctx, func() error {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	})
+}
+
+// retry calls f until it succeeds, a process dies, or two minutes pass.
+func (cp *ControlPlane) retry(ctx context.Context, f func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if dead := cp.checkAlive(); dead != nil {
+			return errors.Join(dead, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("gave up: %w", err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func writeKubeconfig(path, cluster, server string, caPEM []byte, user KeyPair, userName string) error {
+	cert, err := os.ReadFile(user.CertFile)
+	if err != nil {
+		return err
+	}
+	key, err := os.ReadFile(user.KeyFile)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[cluster] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[userName] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key}
+	cfg.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: userName}
+	cfg.CurrentContext = cluster
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func base64File(path string) string {
+	b, _ := os.ReadFile(path)
+	return base64.StdEncoding.EncodeToString(b)
+}
