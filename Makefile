@@ -22,15 +22,24 @@ verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## test: every test: unit, storage and integration
-test: test-unit
+## test: every test: unit, storage, integration and end to end
+test: test-unit test-e2e
 
+## test-unit: unit, storage (embedded etcd) and in-process integration tests
 test-unit:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+
+## test-e2e: the real control plane (kube-apiserver, gardener-apiserver, etcd) with clustergate registered
+test-e2e: tools build
+	$(GO) test -count=1 -v ./test/e2e/
 
 ## tools: build the pinned etcd, kube-apiserver, kube-controller-manager and gardener-apiserver
 tools:
 	hack/tools/build.sh
+
+## run: a local control plane with clustergate registered, in the foreground until Ctrl-C
+run:
+	hack/local-up.sh
 
 clean:
 	rm -rf _output

@@ -114,7 +114,7 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 		run  func(context.Context) error
 	}{
 		{"etcd and kube-apiservers", cp.startKubeAPIServers},
-		{"shoot CSR signer", cp.startShootSigner},
+		{"controller managers", cp.startControllerManagers},
 		{"gardener-apiserver", cp.startGardener},
 		{"clustergate", cp.startClustergate},
 	} {
@@ -138,7 +138,7 @@ func (cp *ControlPlane) Stop() {
 
 // ports are the listening ports of the control plane, all on 127.0.0.1.
 type ports struct {
-	etcd, etcdPeer, garden, shoot, signer, gardener, clustergate int
+	etcd, etcdPeer, garden, shoot, gardenControllers, signer, gardener, clustergate int
 }
 
 func (cp *ControlPlane) start(name, bin string, args ...string) error {
@@ -171,7 +171,7 @@ func freePort() (int, error) {
 
 func allocatePorts() (ports, error) {
 	var p ports
-	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.signer, &p.gardener, &p.clustergate} {
+	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.gardenControllers, &p.signer, &p.gardener, &p.clustergate} {
 		port, err := freePort()
 		if err != nil {
 			return p, err
@@ -306,21 +306,33 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	return cp.applyFixture(ctx, cp.ShootKubeconfig, "shoot-rbac.yaml")
 }
 
-func (cp *ControlPlane) startShootSigner(ctx context.Context) error {
-	// Only the CSR signer runs: it signs with the shoot's client CA, so
-	// certificates minted for Sessions authenticate at the shoot.
-	return cp.start("shoot-controller-manager", "kube-controller-manager",
-		"--kubeconfig="+cp.ShootKubeconfig,
-		"--authentication-kubeconfig="+cp.ShootKubeconfig,
-		"--authorization-kubeconfig="+cp.ShootKubeconfig,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports.signer),
-		"--controllers=certificatesigningrequest-signing-controller",
+// startControllerManagers starts one kube-controller-manager per cluster,
+// each running only the controllers the tests rely on.
+func (cp *ControlPlane) startControllerManagers(context.Context) error {
+	controllerManager := func(name, kubeconfig string, port int, controllers string, extra ...string) error {
+		return cp.start(name, "kube-controller-manager", append([]string{
+			"--kubeconfig=" + kubeconfig,
+			"--authentication-kubeconfig=" + kubeconfig,
+			"--authorization-kubeconfig=" + kubeconfig,
+			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+			"--controllers=" + controllers,
+			"--leader-elect=false",
+			"--use-service-account-credentials=false",
+			"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", name),
+		}, extra...)...)
+	}
+	// In the garden: aggregated ClusterRoles (clustergate's read rules join
+	// "view") and namespace deletion.
+	if err := controllerManager("garden-controller-manager", cp.AdminKubeconfig, cp.ports.gardenControllers,
+		"clusterrole-aggregation-controller,namespace-controller"); err != nil {
+		return err
+	}
+	// In the shoot: the CSR signer, signing with the shoot's client CA, so
+	// that certificates minted for Sessions authenticate at the shoot.
+	return controllerManager("shoot-controller-manager", cp.ShootKubeconfig, cp.ports.signer,
+		"certificatesigningrequest-signing-controller",
 		"--cluster-signing-cert-file="+filepath.Join(cp.pki, "shoot-client-ca.crt"),
-		"--cluster-signing-key-file="+filepath.Join(cp.pki, "shoot-client-ca.key"),
-		"--leader-elect=false",
-		"--use-service-account-credentials=false",
-		"--cert-dir="+filepath.Join(cp.opts.Dir, "data", "shoot-controller-manager"),
-	)
+		"--cluster-signing-key-file="+filepath.Join(cp.pki, "shoot-client-ca.key"))
 }
 
 func (cp *ControlPlane) startGardener(ctx context.Context) error {
@@ -411,11 +423,19 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if err := cp.waitAPIService(ctx, "v1alpha1.clustergate.dev"); err != nil {
 		return err
 	}
+	// Ready for users: sessions can be listed, and the aggregator has merged
+	// clustergate's OpenAPI, which kubectl explain and apply validation read.
 	return cp.retry(ctx, func() error {
-		_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "get", "sessions", "-A")
+		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "get", "sessions", "-A"); err != nil {
+			return err
+		}
+		_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "explain", "sessions.clustergate.dev.spec.ttl")
 		return err
 	})
 }
+
+// RepoRoot is the clustergate checkout the control plane was started from.
+func (cp *ControlPlane) RepoRoot() string { return cp.opts.RepoRoot }
 
 // UserKubeconfig writes a garden kubeconfig for user name in the given
 // groups, with a client certificate from the local client CA, and returns
