@@ -8,6 +8,8 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${root}"
 module=github.com/clustergate/clustergate
+# On a fresh machine the module is not in the cache yet.
+go mod download k8s.io/code-generator
 codegen_pkg=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
 
 # shellcheck source=/dev/null
