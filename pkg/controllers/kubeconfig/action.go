@@ -1,0 +1,343 @@
+// Package kubeconfig holds the controller that keeps the kubeconfig of every
+// GardenerClusterKubeconfig in its Secret: created from Gardener, rotated
+// before it expires or on demand, repaired when damaged and removed on
+// delete.
+//
+// Each pass computes the single next action from what it observes (NextAction,
+// a pure function tested as data) and performs it; state lives in the
+// object and its Secret, so a crash between passes loses nothing.
+package kubeconfig
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+)
+
+// Labels and annotations of managed Secrets. The operator.kyma-project.io
+// names are those of Kyma's infrastructure-manager, so its consumers keep
+// working.
+const (
+	LabelManagedBy   = "operator.kyma-project.io/managed-by"
+	LabelClusterName = "operator.kyma-project.io/cluster-name"
+	// ManagedBy is the value of LabelManagedBy on Secrets this controller owns.
+	ManagedBy = "clustergate"
+	// KymaManagedBy marks Secrets of Kyma's infrastructure-manager, which are
+	// adopted when their cluster-name matches.
+	KymaManagedBy = "infrastructure-manager"
+
+	AnnotationLastSync = "operator.kyma-project.io/last-sync"
+	// AnnotationForceRotation and AnnotationForceRotationShort request a
+	// rotation, on the object or on its Secret.
+	AnnotationForceRotation      = "operator.kyma-project.io/force-kubeconfig-rotation"
+	AnnotationForceRotationShort = "clustergate.dev/force-rotation"
+	// AnnotationExpiresAt records when the kubeconfig in the Secret expires.
+	AnnotationExpiresAt = "clustergate.dev/expires-at"
+	// AnnotationChecksum is the SHA-256 of the kubeconfig as written, to
+	// notice edits.
+	AnnotationChecksum = "clustergate.dev/checksum"
+	// AnnotationReason is why the kubeconfig was last written.
+	AnnotationReason = "clustergate.dev/reason"
+	// AnnotationForcedBy is the resourceVersion of the object whose force
+	// annotation the last write honoured.
+	AnnotationForcedBy = "clustergate.dev/forced-by"
+
+	// Finalizer guards the deletion of an object until its Secret is gone.
+	Finalizer = "clustergate.dev/kubeconfig-secret"
+	// ConditionReady is the condition type on GardenerClusterKubeconfigs.
+	ConditionReady = "KubeconfigReady"
+)
+
+// Reasons of the KubeconfigReady condition, of events and of metrics.
+const (
+	ReasonCreated        = "Created"
+	ReasonRotated        = "Rotated"
+	ReasonForced         = "ForcedRotation"
+	ReasonRepaired       = "Repaired"
+	ReasonAdopted        = "Adopted"
+	ReasonSecretConflict = "SecretConflict"
+)
+
+// ActionType names what a pass does.
+type ActionType string
+
+// The actions a pass may take; each writes at most one object.
+const (
+	// None: nothing to do until RequeueAfter.
+	None ActionType = "None"
+	// AddFinalizer adds Finalizer to the object.
+	AddFinalizer ActionType = "AddFinalizer"
+	// WriteKubeconfig asks Gardener for a kubeconfig and creates or updates
+	// the Secret with it in one write.
+	WriteKubeconfig ActionType = "WriteKubeconfig"
+	// SyncSecretMetadata brings the Secret's labels in line without a new
+	// kubeconfig.
+	SyncSecretMetadata ActionType = "SyncSecretMetadata"
+	// RemoveForceAnnotation removes an honoured force annotation from the object.
+	RemoveForceAnnotation ActionType = "RemoveForceAnnotation"
+	// UpdateStatus applies Status to the object's status.
+	UpdateStatus ActionType = "UpdateStatus"
+	// DeleteSecret deletes the managed Secret SecretName.
+	DeleteSecret ActionType = "DeleteSecret"
+	// RemoveFinalizer releases a deleted object.
+	RemoveFinalizer ActionType = "RemoveFinalizer"
+)
+
+// Action is the single next step for one object.
+type Action struct {
+	Type ActionType
+	// Reason says why a kubeconfig is written.
+	Reason string
+	// Create: WriteKubeconfig creates the Secret instead of updating it.
+	Create bool
+	// ForcedBy is recorded on the Secret when a force annotation on the
+	// object is honoured.
+	ForcedBy string
+	// SecretName is the Secret DeleteSecret deletes.
+	SecretName string
+	// Status is what UpdateStatus applies.
+	Status *Status
+	// RequeueAfter is when to look again if nothing changes before.
+	RequeueAfter time.Duration
+}
+
+// Status is the status an UpdateStatus action applies.
+type Status struct {
+	State              v1alpha1.KubeconfigState
+	Reason, Message    string
+	LastSyncTime       *metav1.Time
+	ExpirationTime     *metav1.Time
+	ObservedGeneration int64
+}
+
+// Config holds the controller's timing.
+type Config struct {
+	// RotationRatio is the fraction of a kubeconfig's validity after which it
+	// is rotated.
+	RotationRatio float64
+	// Spread is the largest fraction of the rotation time by which an
+	// object's rotation is moved earlier, per object, so that objects created
+	// together are not rotated together.
+	Spread float64
+	// ConflictRecheck is how often a Secret owned by someone else is looked
+	// at again: its changes are not watched.
+	ConflictRecheck time.Duration
+}
+
+// Observed is what a pass sees.
+type Observed struct {
+	// Object is the GardenerClusterKubeconfig.
+	Object *v1alpha1.GardenerClusterKubeconfig
+	// Secret is the Secret named in spec, or nil when there is none.
+	Secret *corev1.Secret
+	// Stale are other Secrets this controller manages for the object, left
+	// behind when spec named another Secret.
+	Stale []*corev1.Secret
+	// Now is the current time.
+	Now time.Time
+}
+
+// NextAction computes the single next step for an object.
+func NextAction(o Observed, cfg Config) Action {
+	obj, secret := o.Object, o.Secret
+	if obj.DeletionTimestamp != nil {
+		return nextDeletionAction(o)
+	}
+	if !hasFinalizer(obj) {
+		return Action{Type: AddFinalizer}
+	}
+	if secret == nil {
+		reason := ReasonCreated
+		if obj.Status.LastSyncTime != nil {
+			reason = ReasonRepaired
+		}
+		return Action{Type: WriteKubeconfig, Reason: reason, Create: true}
+	}
+	switch ownership(obj, secret) {
+	case adoptable:
+		return Action{Type: WriteKubeconfig, Reason: ReasonAdopted}
+	case foreign:
+		msg := fmt.Sprintf("Secret %s/%s exists and is not managed by this object; it is left untouched", secret.Namespace, secret.Name)
+		return statusOr(o, &Status{State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, Message: msg,
+			ObservedGeneration: obj.Generation, LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime},
+			cfg.ConflictRecheck)
+	}
+
+	written, ok := readWritten(secret, obj.Spec.Kubeconfig.Secret.Key)
+	if !ok {
+		return Action{Type: WriteKubeconfig, Reason: ReasonRepaired}
+	}
+	if forceRequested(secret.Annotations) {
+		return Action{Type: WriteKubeconfig, Reason: ReasonForced}
+	}
+	if forceRequested(obj.Annotations) {
+		if secret.Annotations[AnnotationForcedBy] != obj.ResourceVersion {
+			return Action{Type: WriteKubeconfig, Reason: ReasonForced, ForcedBy: obj.ResourceVersion}
+		}
+		return Action{Type: RemoveForceAnnotation}
+	}
+	rotateAt := RotationTime(written.lastSync, written.expiresAt, obj.UID, cfg)
+	if !o.Now.Before(rotateAt) {
+		return Action{Type: WriteKubeconfig, Reason: ReasonRotated}
+	}
+	if len(o.Stale) > 0 {
+		return Action{Type: DeleteSecret, SecretName: o.Stale[0].Name}
+	}
+	if !maps.Equal(SecretLabels(obj), pick(secret.Labels, SecretLabels(obj))) {
+		return Action{Type: SyncSecretMetadata}
+	}
+	lastSync, expiresAt := metav1.NewTime(written.lastSync), metav1.NewTime(written.expiresAt)
+	return statusOr(o, &Status{State: v1alpha1.KubeconfigStateReady, Reason: written.reason,
+		Message:      fmt.Sprintf("Secret %s holds a kubeconfig valid until %s", secret.Name, written.expiresAt.UTC().Format(time.RFC3339)),
+		LastSyncTime: &lastSync, ExpirationTime: &expiresAt, ObservedGeneration: obj.Generation},
+		rotateAt.Sub(o.Now))
+}
+
+func nextDeletionAction(o Observed) Action {
+	if o.Secret != nil && ownership(o.Object, o.Secret) == owned {
+		return Action{Type: DeleteSecret, SecretName: o.Secret.Name}
+	}
+	if len(o.Stale) > 0 {
+		return Action{Type: DeleteSecret, SecretName: o.Stale[0].Name}
+	}
+	if hasFinalizer(o.Object) {
+		return Action{Type: RemoveFinalizer}
+	}
+	return Action{Type: None}
+}
+
+// statusOr returns an UpdateStatus action when the object's status differs
+// from want, and otherwise None until requeue.
+func statusOr(o Observed, want *Status, requeue time.Duration) Action {
+	s := o.Object.Status
+	c := meta.FindStatusCondition(s.Conditions, ConditionReady)
+	if s.State == want.State && s.ObservedGeneration == want.ObservedGeneration &&
+		timesEqual(s.LastSyncTime, want.LastSyncTime) && timesEqual(s.ExpirationTime, want.ExpirationTime) &&
+		c != nil && c.Reason == want.Reason && c.Message == want.Message {
+		return Action{Type: None, RequeueAfter: requeue}
+	}
+	return Action{Type: UpdateStatus, Status: want, RequeueAfter: requeue}
+}
+
+func timesEqual(a, b *metav1.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Time.Truncate(time.Second).Equal(b.Time.Truncate(time.Second))
+}
+
+// RotationTime is when a kubeconfig written at lastSync and expiring at
+// expiresAt is rotated: after RotationRatio of its validity, moved earlier
+// by up to Spread of that, by an amount fixed per object.
+func RotationTime(lastSync, expiresAt time.Time, uid types.UID, cfg Config) time.Time {
+	validity := expiresAt.Sub(lastSync)
+	due := time.Duration(float64(validity) * cfg.RotationRatio)
+	sum := sha256.Sum256([]byte(uid))
+	fraction := float64(binary.BigEndian.Uint64(sum[:8])) / float64(^uint64(0))
+	return lastSync.Add(due - time.Duration(float64(due)*cfg.Spread*fraction))
+}
+
+type ownershipKind int
+
+const (
+	owned ownershipKind = iota
+	adoptable
+	foreign
+)
+
+func ownership(obj *v1alpha1.GardenerClusterKubeconfig, s *corev1.Secret) ownershipKind {
+	if s.Labels[LabelClusterName] != obj.Name {
+		return foreign
+	}
+	switch s.Labels[LabelManagedBy] {
+	case ManagedBy:
+		return owned
+	case KymaManagedBy:
+		return adoptable
+	}
+	return foreign
+}
+
+// written is what the Secret says about the kubeconfig in it.
+type written struct {
+	lastSync, expiresAt time.Time
+	reason              string
+}
+
+// readWritten reads the kubeconfig's record from the Secret; ok is false
+// when the Secret is damaged: kubeconfig missing, edited or unreadable, or
+// its record missing.
+func readWritten(s *corev1.Secret, key string) (written, bool) {
+	data := s.Data[key]
+	if len(data) == 0 || s.Annotations[AnnotationChecksum] != Checksum(data) {
+		return written{}, false
+	}
+	if _, err := clientcmd.Load(data); err != nil {
+		return written{}, false
+	}
+	lastSync, err1 := time.Parse(time.RFC3339, s.Annotations[AnnotationLastSync])
+	expiresAt, err2 := time.Parse(time.RFC3339, s.Annotations[AnnotationExpiresAt])
+	if err1 != nil || err2 != nil || !expiresAt.After(lastSync) {
+		return written{}, false
+	}
+	reason := s.Annotations[AnnotationReason]
+	if reason == "" {
+		reason = ReasonCreated
+	}
+	return written{lastSync: lastSync, expiresAt: expiresAt, reason: reason}, true
+}
+
+// Checksum is the value of AnnotationChecksum for a kubeconfig.
+func Checksum(kubeconfig []byte) string {
+	sum := sha256.Sum256(kubeconfig)
+	return hex.EncodeToString(sum[:])
+}
+
+// SecretLabels are the labels a managed Secret carries: every label of the
+// object, and the managed-by and cluster-name labels.
+func SecretLabels(obj *v1alpha1.GardenerClusterKubeconfig) map[string]string {
+	labels := maps.Clone(obj.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelManagedBy] = ManagedBy
+	labels[LabelClusterName] = obj.Name
+	return labels
+}
+
+// pick returns the entries of m whose keys are in keys.
+func pick(m, keys map[string]string) map[string]string {
+	out := map[string]string{}
+	for k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func forceRequested(annotations map[string]string) bool {
+	_, long := annotations[AnnotationForceRotation]
+	_, short := annotations[AnnotationForceRotationShort]
+	return long || short
+}
+
+func hasFinalizer(obj *v1alpha1.GardenerClusterKubeconfig) bool {
+	for _, f := range obj.Finalizers {
+		if f == Finalizer {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,217 @@
+package kubeconfig
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+)
+
+const testKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+
+var (
+	cfg = Config{RotationRatio: 0.6, Spread: 0.1, ConflictRecheck: 5 * time.Minute}
+	// synced is when the test Secret's kubeconfig was written; it is valid 24h.
+	synced = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+)
+
+func object(mutate ...func(*v1alpha1.GardenerClusterKubeconfig)) *v1alpha1.GardenerClusterKubeconfig {
+	o := &v1alpha1.GardenerClusterKubeconfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "c-123", Namespace: "kcp", UID: "uid-1", ResourceVersion: "7", Generation: 1,
+			Labels: map[string]string{"kyma-project.io/runtime-id": "r-1"}, Finalizers: []string{Finalizer}},
+		Spec: v1alpha1.GardenerClusterKubeconfigSpec{
+			Shoot:      v1alpha1.ShootReference{Name: "c-123"},
+			Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Name: "kubeconfig-c-123", Namespace: "kcp", Key: "config"}},
+		},
+	}
+	for _, m := range mutate {
+		m(o)
+	}
+	return o
+}
+
+func secret(mutate ...func(*corev1.Secret)) *corev1.Secret {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-c-123", Namespace: "kcp",
+			Labels: map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-123", "kyma-project.io/runtime-id": "r-1"},
+			Annotations: map[string]string{
+				AnnotationLastSync:  synced.Format(time.RFC3339),
+				AnnotationExpiresAt: synced.Add(24 * time.Hour).Format(time.RFC3339),
+				AnnotationChecksum:  Checksum([]byte(testKubeconfig)),
+				AnnotationReason:    ReasonCreated,
+			}},
+		Data: map[string][]byte{"config": []byte(testKubeconfig)},
+	}
+	for _, m := range mutate {
+		m(s)
+	}
+	return s
+}
+
+// ready is an object whose status matches the test Secret.
+func ready(o *v1alpha1.GardenerClusterKubeconfig) {
+	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
+	o.Status = v1alpha1.GardenerClusterKubeconfigStatus{State: v1alpha1.KubeconfigStateReady, LastSyncTime: &lastSync,
+		ExpirationTime: &expires, ObservedGeneration: 1}
+	meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue,
+		Reason: ReasonCreated, Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"})
+}
+
+func TestNextAction(t *testing.T) {
+	clock := clocktesting.NewFakeClock(synced.Add(time.Hour))
+	rotateAt := RotationTime(synced, synced.Add(24*time.Hour), object().UID, cfg)
+	deleted := func(o *v1alpha1.GardenerClusterKubeconfig) { now := metav1.NewTime(clock.Now()); o.DeletionTimestamp = &now }
+	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
+
+	tests := []struct {
+		name   string
+		obs    Observed
+		now    time.Time
+		expect Action
+	}{
+		{name: "new object gets the finalizer first",
+			obs:    Observed{Object: object(func(o *v1alpha1.GardenerClusterKubeconfig) { o.Finalizers = nil })},
+			expect: Action{Type: AddFinalizer}},
+		{name: "no Secret: create it",
+			obs:    Observed{Object: object()},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonCreated, Create: true}},
+		{name: "Secret deleted after it was synced: repair",
+			obs:    Observed{Object: object(ready)},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired, Create: true}},
+		{name: "fresh Secret, stale status: write status",
+			obs: Observed{Object: object(), Secret: secret()},
+			expect: Action{Type: UpdateStatus, RequeueAfter: rotateAt.Sub(clock.Now()), Status: &Status{
+				State: v1alpha1.KubeconfigStateReady, Reason: ReasonCreated, LastSyncTime: &lastSync, ExpirationTime: &expires, ObservedGeneration: 1,
+				Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"}}},
+		{name: "all in order: nothing until the rotation is due",
+			obs:    Observed{Object: object(ready), Secret: secret()},
+			expect: Action{Type: None, RequeueAfter: rotateAt.Sub(clock.Now())}},
+		{name: "rotation due",
+			obs: Observed{Object: object(ready), Secret: secret()}, now: rotateAt,
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonRotated}},
+		{name: "a second before the rotation: nothing",
+			obs: Observed{Object: object(ready), Secret: secret()}, now: rotateAt.Add(-time.Second),
+			expect: Action{Type: None, RequeueAfter: time.Second}},
+		{name: "kubeconfig edited: repair",
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Data["config"] = []byte("edited") })},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+		{name: "kubeconfig removed from the Secret: repair",
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Data, "config") })},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+		{name: "expiry record lost: repair",
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Annotations, AnnotationExpiresAt) })},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+		{name: "force on the Secret",
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Annotations[AnnotationForceRotation] = "true" })},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonForced}},
+		{name: "force on the object",
+			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) {
+				o.Annotations = map[string]string{AnnotationForceRotationShort: "true"}
+			}), Secret: secret()},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonForced, ForcedBy: "7"}},
+		{name: "force on the object honoured: remove the annotation",
+			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) {
+				o.Annotations = map[string]string{AnnotationForceRotation: "true"}
+			}), Secret: secret(func(s *corev1.Secret) { s.Annotations[AnnotationForcedBy] = "7" })},
+			expect: Action{Type: RemoveForceAnnotation}},
+		{name: "object label added: copy it to the Secret without a new kubeconfig",
+			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) { o.Labels["team"] = "a" }),
+				Secret: secret()},
+			expect: Action{Type: SyncSecretMetadata}},
+		{name: "foreign Secret: conflict, left untouched",
+			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels = nil })},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 5 * time.Minute, Status: &Status{
+				State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, ObservedGeneration: 1,
+				Message: "Secret kcp/kubeconfig-c-123 exists and is not managed by this object; it is left untouched"}}},
+		{name: "Secret of another clustergate object: conflict",
+			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels[LabelClusterName] = "other" })},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 5 * time.Minute, Status: &Status{
+				State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, ObservedGeneration: 1,
+				Message: "Secret kcp/kubeconfig-c-123 exists and is not managed by this object; it is left untouched"}}},
+		{name: "Kyma's Secret for the same object: adopt",
+			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) {
+				s.Labels[LabelManagedBy] = KymaManagedBy
+				s.Annotations = map[string]string{AnnotationLastSync: "2026-11-29T00:00:00Z"}
+			})},
+			expect: Action{Type: WriteKubeconfig, Reason: ReasonAdopted}},
+		{name: "Secret moved: the old one is deleted",
+			obs: Observed{Object: object(ready), Secret: secret(), Stale: []*corev1.Secret{secret(func(s *corev1.Secret) { s.Name = "old" })}},
+			expect: Action{Type: DeleteSecret, SecretName: "old"}},
+		{name: "deleted: Secret first",
+			obs:    Observed{Object: object(ready, deleted), Secret: secret()},
+			expect: Action{Type: DeleteSecret, SecretName: "kubeconfig-c-123"}},
+		{name: "deleted with a foreign Secret: release without touching it",
+			obs:    Observed{Object: object(ready, deleted), Secret: secret(func(s *corev1.Secret) { s.Labels = nil })},
+			expect: Action{Type: RemoveFinalizer}},
+		{name: "deleted, Secret gone: release",
+			obs:    Observed{Object: object(ready, deleted)},
+			expect: Action{Type: RemoveFinalizer}},
+		{name: "deleted and released: nothing",
+			obs:    Observed{Object: object(deleted, func(o *v1alpha1.GardenerClusterKubeconfig) { o.Finalizers = nil })},
+			expect: Action{Type: None}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			now := clock.Now()
+			if !tt.now.IsZero() {
+				now = tt.now
+			}
+			tt.obs.Now = now
+			if diff := cmp.Diff(tt.expect, NextAction(tt.obs, cfg)); diff != "" {
+				t.Errorf("action (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRotationTimeSpreadsObjects(t *testing.T) {
+	expires := synced.Add(24 * time.Hour)
+	earliest, latest := synced.Add(24*time.Hour), synced
+	seen := map[time.Time]bool{}
+	for i := range 1000 {
+		at := RotationTime(synced, expires, types.UID(fmt.Sprintf("uid-%d", i)), cfg)
+		seen[at] = true
+		earliest, latest = minTime(earliest, at), maxTime(latest, at)
+	}
+	due := synced.Add(time.Duration(0.6 * float64(24*time.Hour)))
+	if latest.After(due) {
+		t.Errorf("latest rotation %v is after the due time %v", latest, due)
+	}
+	if lo := due.Add(-time.Duration(0.1 * float64(due.Sub(synced)))); earliest.Before(lo) {
+		t.Errorf("earliest rotation %v is more than 10%% early (%v)", earliest, lo)
+	}
+	if len(seen) < 990 || latest.Sub(earliest) < time.Hour {
+		t.Errorf("1000 objects rotate at %d moments over %s: not spread", len(seen), latest.Sub(earliest))
+	}
+	if a, b := RotationTime(synced, expires, types.UID("x"), cfg), RotationTime(synced, expires, types.UID("x"), cfg); !a.Equal(b) {
+		t.Errorf("the rotation time of one object changes between passes: %v, %v", a, b)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,205 @@
+// Package gardener is a thin client for one Gardener project: it asks
+// Gardener for short-lived admin or viewer kubeconfigs of the project's
+// Shoots through the shoots/adminkubeconfig and shoots/viewerkubeconfig
+// subresources.
+package gardener
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+
+	authenticationv1alpha1 "github.com/gardener/gardener/pkg/apis/authentication/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// MinExpiration is the shortest validity Gardener issues a kubeconfig for.
+const MinExpiration = 10 * time.Minute
+
+// Config says how to reach Gardener.
+type Config struct {
+	// Kubeconfig is the path of a kubeconfig for the Gardener API server.
+	Kubeconfig string
+	// Project is the Gardener project; its Shoots live in namespace garden-<project>.
+	Project string
+	// QPS and Burst bound the requests sent to Gardener.
+	QPS   float32
+	Burst int
+	// Timeout bounds one request.
+	Timeout time.Duration
+}
+
+// AccessLevel selects the subresource a kubeconfig is requested from.
+type AccessLevel string
+
+const (
+	// Admin kubeconfigs come from shoots/adminkubeconfig.
+	Admin AccessLevel = "admin"
+	// Viewer kubeconfigs come from shoots/viewerkubeconfig.
+	Viewer AccessLevel = "viewer"
+)
+
+// Kubeconfig is a kubeconfig Gardener issued.
+type Kubeconfig struct {
+	// Data is the kubeconfig file.
+	Data []byte
+	// ExpiresAt is when its credentials expire, as Gardener says.
+	ExpiresAt time.Time
+}
+
+// Reason classifies a failed request, for conditions and metrics.
+type Reason string
+
+const (
+	// ShootNotFound: the Shoot does not exist in the project.
+	ShootNotFound Reason = "ShootNotFound"
+	// Forbidden: Gardener refused the server's identity.
+	Forbidden Reason = "Forbidden"
+	// ShootNotReady: Gardener cannot issue a kubeconfig for the Shoot yet,
+	// for example because it advertises no API server address.
+	ShootNotReady Reason = "ShootNotReady"
+	// GardenerUnavailable: Gardener could not be reached or failed.
+	GardenerUnavailable Reason = "GardenerUnavailable"
+)
+
+// Error is a failed kubeconfig request with its Reason.
+type Error struct {
+	Reason Reason
+	Err    error
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s: %v", e.Reason, e.Err) }
+func (e *Error) Unwrap() error { return e.Err }
+
+// ReasonOf returns the Reason of err, or GardenerUnavailable for an error
+// that carries none.
+func ReasonOf(err error) Reason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return GardenerUnavailable
+}
+
+// Client requests kubeconfigs for the Shoots of one project.
+type Client struct {
+	rest      rest.Interface
+	namespace string
+}
+
+// NewClient returns a client for the project of cfg.
+func NewClient(cfg Config) (*Client, error) {
+	if cfg.Project == "" {
+		return nil, errors.New("a Gardener project is required")
+	}
+	restConfig, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading the Gardener kubeconfig: %w", err)
+	}
+	restConfig.QPS, restConfig.Burst, restConfig.Timeout = cfg.QPS, cfg.Burst, cfg.Timeout
+	return NewClientForConfig(restConfig, cfg.Project)
+}
+
+// NewClientForConfig returns a client for project that reaches Gardener
+// with restConfig.
+func NewClientForConfig(restConfig *rest.Config, project string) (*Client, error) {
+	c := rest.CopyConfig(restConfig)
+	c.APIPath = "/apis"
+	c.GroupVersion = &schema.GroupVersion{Group: "core.gardener.cloud", Version: "v1beta1"}
+	c.NegotiatedSerializer = serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(nil)}
+	c.ContentType = "application/json"
+	client, err := rest.RESTClientFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{rest: client, namespace: "garden-" + project}, nil
+}
+
+// Namespace is the project's namespace in the garden.
+func (c *Client) Namespace() string { return c.namespace }
+
+// RequestKubeconfig asks Gardener for a kubeconfig of shoot at the given
+// access level, valid for expiration (at least MinExpiration). The expiry
+// is read from Gardener's answer, which may cap the validity.
+func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, level AccessLevel, expiration time.Duration) (Kubeconfig, error) {
+	seconds := int64(max(expiration, MinExpiration) / time.Second)
+	kind, subresource := "AdminKubeconfigRequest", "adminkubeconfig"
+	if level == Viewer {
+		kind, subresource = "ViewerKubeconfigRequest", "viewerkubeconfig"
+	}
+	// Admin and viewer requests have the same shape.
+	body, err := json.Marshal(authenticationv1alpha1.AdminKubeconfigRequest{
+		TypeMeta: metav1.TypeMeta{APIVersion: authenticationv1alpha1.SchemeGroupVersion.String(), Kind: kind},
+		Spec:     authenticationv1alpha1.AdminKubeconfigRequestSpec{ExpirationSeconds: &seconds},
+	})
+	if err != nil {
+		return Kubeconfig{}, err
+	}
+	raw, err := c.rest.Post().Namespace(c.namespace).Resource("shoots").Name(shoot).SubResource(subresource).
+		Body(body).Do(ctx).Raw()
+	if err != nil {
+		return Kubeconfig{}, classify(shoot, err)
+	}
+	var answer authenticationv1alpha1.AdminKubeconfigRequest
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return Kubeconfig{}, &Error{Reason: GardenerUnavailable, Err: fmt.Errorf("decoding Gardener's answer: %w", err)}
+	}
+	kc := Kubeconfig{Data: answer.Status.Kubeconfig, ExpiresAt: answer.Status.ExpirationTimestamp.Time}
+	if len(kc.Data) == 0 {
+		return Kubeconfig{}, &Error{Reason: GardenerUnavailable, Err: errors.New("Gardener answered without a kubeconfig")}
+	}
+	if kc.ExpiresAt.IsZero() {
+		if kc.ExpiresAt, err = CertificateExpiry(kc.Data); err != nil {
+			return Kubeconfig{}, &Error{Reason: GardenerUnavailable, Err: err}
+		}
+	}
+	return kc, nil
+}
+
+func classify(shoot string, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return &Error{Reason: ShootNotFound, Err: fmt.Errorf("shoot %q not found", shoot)}
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return &Error{Reason: Forbidden, Err: err}
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return &Error{Reason: ShootNotReady, Err: err}
+	}
+	// Connection failures, timeouts and server errors alike.
+	return &Error{Reason: GardenerUnavailable, Err: err}
+}
+
+// CertificateExpiry returns when the client certificate of the kubeconfig's
+// current user expires.
+func CertificateExpiry(kubeconfig []byte) (time.Time, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parsing the kubeconfig: %w", err)
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return time.Time{}, fmt.Errorf("the kubeconfig has no current context")
+	}
+	user, ok := cfg.AuthInfos[ctx.AuthInfo]
+	if !ok || len(user.ClientCertificateData) == 0 {
+		return time.Time{}, fmt.Errorf("the kubeconfig's user has no client certificate")
+	}
+	block, _ := pem.Decode(user.ClientCertificateData)
+	if block == nil {
+		return time.Time{}, fmt.Errorf("the kubeconfig's client certificate is not PEM")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return cert.NotAfter, nil
+}
