@@ -62,6 +62,8 @@ type Options struct {
 	RepoRoot string
 	// Logf reports progress; nil is silent.
 	Logf func(format string, args ...any)
+	// ClustergateArgs are added to clustergate-apiserver's flags.
+	ClustergateArgs []string
 }
 
 // ControlPlane is a running local control plane.
@@ -147,6 +149,56 @@ func (cp *ControlPlane) start(name, bin string, args ...string) error {
 		return err
 	}
 	cp.procs = append(cp.procs, p)
+	return nil
+}
+
+func (cp *ControlPlane) process(name string) (int, error) {
+	for i, p := range cp.procs {
+		if p.name == name {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no component %q", name)
+}
+
+// StopComponent stops one component, such as "gardener-apiserver" or
+// "clustergate", to test how the others cope.
+func (cp *ControlPlane) StopComponent(name string) error {
+	i, err := cp.process(name)
+	if err != nil {
+		return err
+	}
+	cp.procs[i].stop(15 * time.Second)
+	return nil
+}
+
+// StartComponent starts a stopped component again with the same flags and
+// waits until its APIServices are Available.
+func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
+	i, err := cp.process(name)
+	if err != nil {
+		return err
+	}
+	old := cp.procs[i]
+	if done, _ := old.exited(); !done {
+		return fmt.Errorf("%s is running", name)
+	}
+	if cp.procs[i], err = startProcess(cp.logs, name, old.cmd.Path, old.cmd.Args[1:]...); err != nil {
+		cp.procs[i] = old
+		return err
+	}
+	names := []string{"v1alpha1.clustergate.dev"}
+	if name == "gardener-apiserver" {
+		names = names[:0]
+		for _, gv := range gardenerGroupVersions {
+			names = append(names, gv.Version+"."+gv.Group)
+		}
+	}
+	for _, n := range names {
+		if err := cp.waitAPIService(ctx, n); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -376,8 +428,13 @@ func (cp *ControlPlane) startGardener(ctx context.Context) error {
 		return err
 	}
 	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, cp.ShootURL)
-	_, err = cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "patch", "shoot", Shoot,
-		"--subresource=status", "--type=merge", "-p", status)
+	if _, err = cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "patch", "shoot", Shoot,
+		"--subresource=status", "--type=merge", "-p", status); err != nil {
+		return err
+	}
+	// clustergate's identity may request kubeconfigs of the project's Shoots.
+	_, err = cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "apply", "-f",
+		filepath.Join(cp.opts.RepoRoot, "artifacts", "gardener", "role.yaml"))
 	return err
 }
 
@@ -398,14 +455,16 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "-k", filepath.Join(cp.opts.RepoRoot, "artifacts", "rbac")); err != nil {
 		return err
 	}
-	if err := cp.start("clustergate", "clustergate-apiserver",
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports.clustergate),
-		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
-		"--data-dir="+filepath.Join(cp.opts.Dir, "data", "clustergate"),
-		"--kubeconfig="+kubeconfig,
-		"--authentication-kubeconfig="+kubeconfig,
-		"--authorization-kubeconfig="+kubeconfig,
-	); err != nil {
+	if err := cp.start("clustergate", "clustergate-apiserver", append([]string{
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cp.ports.clustergate),
+		"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
+		"--data-dir=" + filepath.Join(cp.opts.Dir, "data", "clustergate"),
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--gardener-kubeconfig=" + kubeconfig,
+		"--gardener-project=" + Project,
+	}, cp.opts.ClustergateArgs...)...); err != nil {
 		return err
 	}
 	cp.ClustergateURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.clustergate)

@@ -22,7 +22,7 @@ type process struct {
 // The process dies with its parent, so that a killed test run leaves no
 // servers behind.
 func startProcess(logDir, name, bin string, args ...string) (*process, error) {
-	logFile, err := os.Create(filepath.Join(logDir, name+".log"))
+	logFile, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,9 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/apiserver"
+	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
+	"github.com/clustergate/clustergate/pkg/gardener"
 	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
 )
 
@@ -49,6 +51,15 @@ type Options struct {
 	// SessionAccessGroups are the access groups a Session may ask for.
 	SessionAccessGroups []string
 
+	// Gardener reaches the Gardener project whose Shoots kubeconfigs are for.
+	Gardener gardener.Config
+	// Kubeconfig configures the GardenerClusterKubeconfig controller.
+	Kubeconfig kubeconfig.Options
+	// LeaderElect runs the writing controllers on one elected replica.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the controllers' Lease in the core cluster.
+	LeaderElectionNamespace string
+
 	// embeddedEtcdURL is set by Complete when the server runs its own etcd.
 	embeddedEtcdURL string
 	// standalone is set by Complete when there is no core cluster to
@@ -66,6 +77,14 @@ func NewOptions() *Options {
 		SessionMinTTL:       policy.MinTTL,
 		SessionMaxTTL:       policy.MaxTTL,
 		SessionAccessGroups: sets.List(policy.AccessGroups),
+		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second},
+		Kubeconfig: kubeconfig.Options{
+			Config:     kubeconfig.Config{RotationRatio: 0.6, Spread: 0.1, ConflictRecheck: 5 * time.Minute},
+			Expiration: 24 * time.Hour,
+			Workers:    10,
+		},
+		LeaderElect:             true,
+		LeaderElectionNamespace: "clustergate-system",
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -98,6 +117,20 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.SessionMaxTTL, "session-max-ttl", o.SessionMaxTTL, "Longest spec.ttl a Session may ask for.")
 	fs.StringSliceVar(&o.SessionAccessGroups, "session-access-groups", o.SessionAccessGroups,
 		"Values that spec.accessLevel.group of a Session may take.")
+
+	fs.StringVar(&o.Gardener.Kubeconfig, "gardener-kubeconfig", o.Gardener.Kubeconfig, "Kubeconfig of the Gardener API server.")
+	fs.StringVar(&o.Gardener.Project, "gardener-project", o.Gardener.Project,
+		"Gardener project whose Shoots kubeconfigs and sessions are for (namespace garden-<project>). Without it the kubeconfig controller is off.")
+	fs.Float32Var(&o.Gardener.QPS, "gardener-qps", o.Gardener.QPS, "Requests per second to Gardener.")
+	fs.IntVar(&o.Gardener.Burst, "gardener-burst", o.Gardener.Burst, "Burst of requests to Gardener.")
+	fs.DurationVar(&o.Gardener.Timeout, "gardener-timeout", o.Gardener.Timeout, "Timeout of one request to Gardener.")
+	fs.DurationVar(&o.Kubeconfig.Expiration, "kubeconfig-expiration", o.Kubeconfig.Expiration,
+		"Validity asked of Gardener for each kubeconfig (at least 10m; Gardener may cap it).")
+	fs.Float64Var(&o.Kubeconfig.RotationRatio, "kubeconfig-rotation-ratio", o.Kubeconfig.RotationRatio,
+		"Fraction of a kubeconfig's validity after which it is rotated.")
+	fs.IntVar(&o.Kubeconfig.Workers, "kubeconfig-workers", o.Kubeconfig.Workers, "GardenerClusterKubeconfigs handled in parallel.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the controllers that write on one replica, elected with a Lease in the core cluster.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the controllers' Lease.")
 }
 
 // Complete fills in what the flags leave open: an embedded etcd when no
@@ -133,6 +166,18 @@ func (o *Options) Validate() error {
 	}
 	if o.embeddedEtcdURL != "" && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required when --etcd-servers is empty"))
+	}
+	if o.Gardener.Project != "" && o.Gardener.Kubeconfig == "" {
+		errs = append(errs, fmt.Errorf("--gardener-kubeconfig is required with --gardener-project"))
+	}
+	if r := o.Kubeconfig.RotationRatio; r <= 0 || r >= 1 {
+		errs = append(errs, fmt.Errorf("--kubeconfig-rotation-ratio must lie between 0 and 1, got %v", r))
+	}
+	if o.Kubeconfig.Expiration < gardener.MinExpiration {
+		errs = append(errs, fmt.Errorf("--kubeconfig-expiration must be at least %s", gardener.MinExpiration))
+	}
+	if o.Kubeconfig.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--kubeconfig-workers must be at least 1"))
 	}
 	return utilerrors.NewAggregate(errs)
 }

@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
+	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 )
 
@@ -67,6 +70,27 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("building the server: %w", err)
+	}
+	if !o.standalone {
+		// Controllers read and write through the server's own API, so they
+		// start once it serves.
+		core := config.GenericConfig.ClientConfig
+		server.GenericAPIServer.AddPostStartHookOrDie("start-clustergate-controllers", func(hookCtx genericapiserver.PostStartHookContext) error {
+			go func() {
+				err := controllers.Run(hookCtx, controllers.Config{
+					Loopback:       hookCtx.LoopbackClientConfig,
+					Core:           core,
+					Gardener:       o.Gardener,
+					Kubeconfig:     o.Kubeconfig,
+					LeaderElect:    o.LeaderElect,
+					LeaseNamespace: o.LeaderElectionNamespace,
+				})
+				if err != nil {
+					klog.ErrorS(err, "Controllers stopped")
+				}
+			}()
+			return nil
+		})
 	}
 	return server, stop, nil
 }

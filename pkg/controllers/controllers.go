@@ -1,0 +1,116 @@
+// Package controllers runs clustergate's controllers: those that write run
+// only on the replica holding a Lease in the core cluster.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/gardener"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/scheme"
+	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
+)
+
+// LeaseName is the Lease the writing controllers are elected with.
+const LeaseName = "clustergate-controllers"
+
+// Config configures the controllers.
+type Config struct {
+	// Loopback reaches clustergate's own API.
+	Loopback *rest.Config
+	// Core reaches the core cluster: Secrets, events and the Lease.
+	Core *rest.Config
+	// Gardener reaches the Gardener project; with no project the kubeconfig
+	// controller does not run.
+	Gardener gardener.Config
+	// Kubeconfig configures the GardenerClusterKubeconfig controller.
+	Kubeconfig kubeconfig.Options
+	// LeaderElect elects one replica to run the controllers; off, every
+	// replica runs them (for a single replica).
+	LeaderElect bool
+	// LeaseNamespace holds the Lease.
+	LeaseNamespace string
+}
+
+// Run runs the controllers until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	logger := klog.FromContext(ctx)
+	if cfg.Gardener.Project == "" {
+		logger.Info("No --gardener-project: the GardenerClusterKubeconfig controller is off")
+		return nil
+	}
+	kube, err := kubernetes.NewForConfig(cfg.Core)
+	if err != nil {
+		return err
+	}
+	client, err := versioned.NewForConfig(cfg.Loopback)
+	if err != nil {
+		return err
+	}
+	g, err := gardener.NewClient(cfg.Gardener)
+	if err != nil {
+		return err
+	}
+
+	run := func(ctx context.Context) {
+		broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+		broadcaster.StartRecordingToSink(ctx.Done())
+		defer broadcaster.Shutdown()
+		recorder := broadcaster.NewRecorder(scheme.Scheme, "clustergate")
+
+		own := clustergateinformers.NewSharedInformerFactory(client, 0)
+		core := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
+		c, err := kubeconfig.New(cfg.Kubeconfig, client, kube, g,
+			own.Clustergate().V1alpha1().GardenerClusterKubeconfigs(), core.Core().V1().Secrets(), recorder, clock.RealClock{})
+		if err != nil {
+			logger.Error(err, "Building the kubeconfig controller")
+			return
+		}
+		own.Start(ctx.Done())
+		core.Start(ctx.Done())
+		c.Run(ctx)
+	}
+
+	if !cfg.LeaderElect {
+		run(ctx)
+		return nil
+	}
+	host, _ := os.Hostname()
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, cfg.LeaseNamespace, LeaseName,
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: host + "_" + uuid.NewString()})
+	if err != nil {
+		return fmt.Errorf("creating the leader election lock: %w", err)
+	}
+	// A replica that loses the Lease stops its controllers and campaigns again.
+	for ctx.Err() == nil {
+		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   15 * time.Second,
+			RenewDeadline:   10 * time.Second,
+			RetryPeriod:     2 * time.Second,
+			ReleaseOnCancel: true,
+			Name:            LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: run,
+				OnStoppedLeading: func() { logger.Info("Stopped leading") },
+			},
+		})
+	}
+	return nil
+}

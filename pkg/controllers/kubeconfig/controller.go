@@ -1,0 +1,362 @@
+package kubeconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
+	listers "github.com/clustergate/clustergate/pkg/generated/listers/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/gardener"
+)
+
+// FieldManager is the field manager of the controller's status writes.
+const FieldManager = "clustergate-kubeconfig-controller"
+
+// Gardener issues kubeconfigs; *gardener.Client is the real one.
+type Gardener interface {
+	RequestKubeconfig(ctx context.Context, shoot string, level gardener.AccessLevel, expiration time.Duration) (gardener.Kubeconfig, error)
+}
+
+// Options configure a Controller.
+type Options struct {
+	Config
+	// Expiration is the validity asked of Gardener for each kubeconfig.
+	Expiration time.Duration
+	// Workers is the number of objects handled in parallel.
+	Workers int
+}
+
+// Controller keeps the Secrets of GardenerClusterKubeconfigs.
+type Controller struct {
+	opts     Options
+	client   versioned.Interface
+	kube     kubernetes.Interface
+	gardener Gardener
+	clock    clock.WithTicker
+	recorder events.EventRecorder
+
+	objects    listers.GardenerClusterKubeconfigLister
+	secrets    corelisters.SecretLister
+	hasSynced  []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	shootRetry time.Duration
+}
+
+// ManagedSecretSelector selects the Secrets the controller manages; its
+// Secret informer watches only those, so that the cache does not hold every
+// Secret of a control plane with 100,000 clusters.
+func ManagedSecretSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+}
+
+// New returns a controller over the given informers. The Secret informer
+// must be restricted with ManagedSecretSelector.
+func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g Gardener,
+	objects informers.GardenerClusterKubeconfigInformer, secrets coreinformers.SecretInformer,
+	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	c := &Controller{
+		opts: opts, client: client, kube: kube, gardener: g, clock: clk, recorder: recorder,
+		objects:   objects.Lister(),
+		secrets:   secrets.Lister(),
+		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](time.Second, 5*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "gardenerclusterkubeconfig", Clock: clk}),
+		shootRetry: 5 * time.Minute,
+	}
+	if _, err := objects.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueObject,
+		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
+		DeleteFunc: c.enqueueObject,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSecretOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueSecretOwner(obj) },
+		DeleteFunc: c.enqueueSecretOwner,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueueObject(obj any) {
+	if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
+		c.queue.Add(types.NamespacedName{Namespace: key.Namespace, Name: key.Name})
+	}
+}
+
+// enqueueSecretOwner queues the object a managed Secret belongs to, so that
+// deleted or edited Secrets are repaired at once.
+func (c *Controller) enqueueSecretOwner(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if s, ok := obj.(*corev1.Secret); ok && s.Labels[LabelClusterName] != "" {
+		c.queue.Add(types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[LabelClusterName]})
+	}
+}
+
+// Run handles objects until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName("kubeconfig-controller")
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) {
+		return
+	}
+	logger.Info("Started", "workers", c.opts.Workers)
+	for range c.opts.Workers {
+		go wait.UntilWithContext(ctx, c.work, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) work(ctx context.Context) {
+	for c.next(ctx) {
+	}
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	requeue, err := c.sync(ctx, key)
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).V(2).Info("Will retry", "object", key, "err", err)
+		c.queue.AddRateLimited(key)
+	default:
+		c.queue.Forget(key)
+		if requeue > 0 {
+			c.queue.AddAfter(key, requeue)
+		}
+	}
+	return true
+}
+
+// sync observes one object and performs its next action. It returns when to
+// look again, or an error to retry with backoff.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+	obj, err := c.objects.GardenerClusterKubeconfigs(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	observed, err := c.observe(ctx, obj)
+	if err != nil {
+		return 0, err
+	}
+	action := NextAction(observed, c.opts.Config)
+	klog.FromContext(ctx).V(4).Info("Next action", "object", key, "action", action.Type, "reason", action.Reason)
+	return action.RequeueAfter, c.perform(ctx, observed, action)
+}
+
+// observe gathers the object's Secrets. The Secret named in spec is read
+// from the server when the cache, which holds only managed Secrets, lacks
+// it: it may be someone else's.
+func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig) (Observed, error) {
+	o := Observed{Object: obj, Now: c.clock.Now()}
+	ref := obj.Spec.Kubeconfig.Secret
+	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
+	if apierrors.IsNotFound(err) {
+		secret, err = c.kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return o, err
+	default:
+		o.Secret = secret
+	}
+	managed, err := c.secrets.Secrets(obj.Namespace).List(labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelClusterName: obj.Name}))
+	if err != nil {
+		return o, err
+	}
+	for _, s := range managed {
+		if s.Name != ref.Name {
+			o.Stale = append(o.Stale, s)
+		}
+	}
+	return o, nil
+}
+
+func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
+	obj := o.Object
+	objects := c.client.ClustergateV1alpha1().GardenerClusterKubeconfigs(obj.Namespace)
+	switch a.Type {
+	case None:
+		return nil
+	case AddFinalizer:
+		patched := obj.DeepCopy()
+		patched.Finalizers = append(patched.Finalizers, Finalizer)
+		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{})
+		return err
+	case RemoveFinalizer:
+		patched := obj.DeepCopy()
+		patched.Finalizers = removeString(patched.Finalizers, Finalizer)
+		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{})
+		secondsUntilExpiry.DeleteLabelValues(obj.Namespace, obj.Name)
+		return ignoreNotFound(err)
+	case RemoveForceAnnotation:
+		patched := obj.DeepCopy()
+		delete(patched.Annotations, AnnotationForceRotation)
+		delete(patched.Annotations, AnnotationForceRotationShort)
+		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{})
+		return err
+	case DeleteSecret:
+		err := c.kube.CoreV1().Secrets(obj.Spec.Kubeconfig.Secret.Namespace).Delete(ctx, a.SecretName, metav1.DeleteOptions{})
+		if err == nil {
+			c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "SecretDeleted", "Delete", "Deleted Secret %s", a.SecretName)
+		}
+		return ignoreNotFound(err)
+	case SyncSecretMetadata:
+		s := o.Secret.DeepCopy()
+		maps.Copy(s.Labels, SecretLabels(obj))
+		_, err := c.kube.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	case UpdateStatus:
+		return c.applyStatus(ctx, obj, a.Status)
+	case WriteKubeconfig:
+		return c.writeKubeconfig(ctx, o, a)
+	}
+	return fmt.Errorf("unknown action %q", a.Type)
+}
+
+// writeKubeconfig asks Gardener for a kubeconfig and writes the Secret in one
+// create or update, so the Secret never holds a partial or empty kubeconfig.
+// When Gardener fails, the failure goes to the object's status instead.
+func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
+	obj := o.Object
+	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
+	if err != nil {
+		reason := gardener.ReasonOf(err)
+		failures.WithLabelValues(string(reason)).Inc()
+		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
+			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
+		statusErr := c.applyStatus(ctx, obj, &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason),
+			Message: fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err),
+			LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime, ObservedGeneration: obj.Generation})
+		if reason == gardener.ShootNotFound {
+			// A shoot that does not exist yet is looked for again slowly.
+			c.queue.AddAfter(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, c.shootRetry)
+			return statusErr
+		}
+		return errors.Join(err, statusErr)
+	}
+
+	now := c.clock.Now().UTC()
+	ref := obj.Spec.Kubeconfig.Secret
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace}, Type: corev1.SecretTypeOpaque}
+	if !a.Create {
+		s = o.Secret.DeepCopy()
+	}
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	maps.Copy(s.Labels, SecretLabels(obj))
+	delete(s.Annotations, AnnotationForceRotation)
+	delete(s.Annotations, AnnotationForceRotationShort)
+	maps.Copy(s.Annotations, map[string]string{
+		AnnotationLastSync:  now.Format(time.RFC3339),
+		AnnotationExpiresAt: kc.ExpiresAt.UTC().Format(time.RFC3339),
+		AnnotationChecksum:  Checksum(kc.Data),
+		AnnotationReason:    a.Reason,
+	})
+	if a.ForcedBy != "" {
+		s.Annotations[AnnotationForcedBy] = a.ForcedBy
+	}
+	s.Data = map[string][]byte{ref.Key: kc.Data}
+
+	secrets := c.kube.CoreV1().Secrets(ref.Namespace)
+	if a.Create {
+		_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
+	} else {
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return err
+	}
+	rotations.WithLabelValues(a.Reason).Inc()
+	secondsUntilExpiry.WithLabelValues(obj.Namespace, obj.Name).Set(kc.ExpiresAt.Sub(now).Seconds())
+	c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, a.Reason, "WriteKubeconfig",
+		"Wrote a kubeconfig valid until %s to Secret %s", kc.ExpiresAt.UTC().Format(time.RFC3339), ref.Name)
+	return nil
+}
+
+// applyStatus writes the status with server-side apply; the condition keeps
+// its transition time while its status stays the same.
+func (c *Controller) applyStatus(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig, s *Status) error {
+	conditionStatus := metav1.ConditionFalse
+	if s.State == v1alpha1.KubeconfigStateReady {
+		conditionStatus = metav1.ConditionTrue
+	}
+	conditions := append([]metav1.Condition(nil), obj.Status.Conditions...)
+	meta.SetStatusCondition(&conditions, metav1.Condition{Type: ConditionReady, Status: conditionStatus,
+		Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})
+	status := applyv1alpha1.GardenerClusterKubeconfigStatus().WithState(s.State).WithObservedGeneration(s.ObservedGeneration)
+	if s.LastSyncTime != nil {
+		status.WithLastSyncTime(*s.LastSyncTime)
+	}
+	if s.ExpirationTime != nil {
+		status.WithExpirationTime(*s.ExpirationTime)
+	}
+	for _, cond := range conditions {
+		status.WithConditions(metav1ac.Condition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
+			WithMessage(cond.Message).WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime))
+	}
+	_, err := c.client.ClustergateV1alpha1().GardenerClusterKubeconfigs(obj.Namespace).ApplyStatus(ctx,
+		applyv1alpha1.GardenerClusterKubeconfig(obj.Name, obj.Namespace).WithStatus(status),
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
+}
+
+func removeString(list []string, s string) []string {
+	out := list[:0:0]
+	for _, e := range list {
+		if e != s {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
