@@ -248,9 +248,11 @@ spec:
   kubeconfig: {secret: {name: kubeconfig-c-123}}
 `
 	apply(t, cp.AdminKubeconfig, manifest, "-n", ns, "--server-side", "--field-manager=provisioner")
-	managers := kubectl(t, "-n", ns, "get", "gck", "c-123", "--show-managed-fields", "-o", "jsonpath={.metadata.managedFields[*].manager}")
-	if managers != "provisioner" {
-		t.Errorf("managedFields managers = %q, want provisioner", managers)
+	managers := kubectl(t, "-n", ns, "get", "gck", "c-123", "--show-managed-fields",
+		"-o", `jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation}/{.subresource} {end}`)
+	// The controller manages the finalizer and the status alongside.
+	if !strings.Contains(managers, "provisioner/Apply/ ") {
+		t.Errorf("managedFields = %q, want provisioner's apply", managers)
 	}
 	secret := kubectl(t, "-n", ns, "get", "gck", "c-123", "-o", "jsonpath={.spec.kubeconfig.secret.namespace}/{.spec.kubeconfig.secret.key}")
 	if secret != ns+"/config" {

@@ -220,19 +220,19 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 	case AddFinalizer:
 		patched := obj.DeepCopy()
 		patched.Finalizers = append(patched.Finalizers, Finalizer)
-		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{})
+		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	case RemoveFinalizer:
 		patched := obj.DeepCopy()
 		patched.Finalizers = removeString(patched.Finalizers, Finalizer)
-		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{})
+		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		secondsUntilExpiry.DeleteLabelValues(obj.Namespace, obj.Name)
 		return ignoreNotFound(err)
 	case RemoveForceAnnotation:
 		patched := obj.DeepCopy()
 		delete(patched.Annotations, AnnotationForceRotation)
 		delete(patched.Annotations, AnnotationForceRotationShort)
-		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{})
+		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	case DeleteSecret:
 		err := c.kube.CoreV1().Secrets(obj.Spec.Kubeconfig.Secret.Namespace).Delete(ctx, a.SecretName, metav1.DeleteOptions{})
@@ -243,7 +243,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 	case SyncSecretMetadata:
 		s := o.Secret.DeepCopy()
 		maps.Copy(s.Labels, SecretLabels(obj))
-		_, err := c.kube.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{})
+		_, err := c.kube.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	case UpdateStatus:
 		return c.applyStatus(ctx, obj, a.Status)
@@ -303,9 +303,9 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 
 	secrets := c.kube.CoreV1().Secrets(ref.Namespace)
 	if a.Create {
-		_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
+		_, err = secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: FieldManager})
 	} else {
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
 		return err
