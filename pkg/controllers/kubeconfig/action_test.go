@@ -74,7 +74,10 @@ func ready(o *v1alpha1.GardenerClusterKubeconfig) {
 func TestNextAction(t *testing.T) {
 	clock := clocktesting.NewFakeClock(synced.Add(time.Hour))
 	rotateAt := RotationTime(synced, synced.Add(24*time.Hour), object().UID, cfg)
-	deleted := func(o *v1alpha1.GardenerClusterKubeconfig) { now := metav1.NewTime(clock.Now()); o.DeletionTimestamp = &now }
+	deleted := func(o *v1alpha1.GardenerClusterKubeconfig) {
+		now := metav1.NewTime(clock.Now())
+		o.DeletionTimestamp = &now
+	}
 	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
 
 	tests := []struct {
@@ -149,7 +152,7 @@ func TestNextAction(t *testing.T) {
 			})},
 			expect: Action{Type: WriteKubeconfig, Reason: ReasonAdopted}},
 		{name: "Secret moved: the old one is deleted",
-			obs: Observed{Object: object(ready), Secret: secret(), Stale: []*corev1.Secret{secret(func(s *corev1.Secret) { s.Name = "old" })}},
+			obs:    Observed{Object: object(ready), Secret: secret(), Stale: []*corev1.Secret{secret(func(s *corev1.Secret) { s.Name = "old" })}},
 			expect: Action{Type: DeleteSecret, SecretName: "old"}},
 		{name: "deleted: Secret first",
 			obs:    Observed{Object: object(ready, deleted), Secret: secret()},

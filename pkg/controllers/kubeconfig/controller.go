@@ -26,11 +26,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/gardener"
 	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
 	listers "github.com/clustergate/clustergate/pkg/generated/listers/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 // FieldManager is the field manager of the controller's status writes.
@@ -265,7 +265,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
 			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
 		statusErr := c.applyStatus(ctx, obj, &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason),
-			Message: fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err),
+			Message:      fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err),
 			LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime, ObservedGeneration: obj.Generation})
 		if reason == gardener.ShootNotFound {
 			// A shoot that does not exist yet is looked for again slowly.
