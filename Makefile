@@ -4,7 +4,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build codegen verify test test-unit test-e2e tools run clean
+.PHONY: all build codegen verify test test-unit test-e2e tools bench run clean
 
 all: build
 
@@ -36,6 +36,10 @@ test-e2e: tools build
 ## tools: build the pinned etcd, kube-apiserver, kube-controller-manager and gardener-apiserver
 tools:
 	hack/tools/build.sh
+
+## bench: the GardenerClusterKubeconfig benchmark, 10,000 objects on the local control plane (not part of make test)
+bench: tools build
+	$(GO) run ./hack/bench/kubeconfig -objects=$(or $(OBJECTS),10000)
 
 ## run: a local control plane with clustergate registered, in the foreground until Ctrl-C
 run:

@@ -6,9 +6,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/scheme"
@@ -40,6 +43,8 @@ type Config struct {
 	Gardener gardener.Config
 	// Kubeconfig configures the GardenerClusterKubeconfig controller.
 	Kubeconfig kubeconfig.Options
+	// Session configures the Session controller.
+	Session session.Options
 	// LeaderElect elects one replica to run the controllers; off, every
 	// replica runs them (for a single replica).
 	LeaderElect bool
@@ -50,11 +55,11 @@ type Config struct {
 // Run runs the controllers until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx)
-	if cfg.Gardener.Project == "" {
-		logger.Info("No --gardener-project: the GardenerClusterKubeconfig controller is off")
-		return nil
-	}
 	kube, err := kubernetes.NewForConfig(cfg.Core)
+	if err != nil {
+		return err
+	}
+	istio, err := istioclient.NewForConfig(cfg.Core)
 	if err != nil {
 		return err
 	}
@@ -62,8 +67,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	g, err := gardener.NewClient(cfg.Gardener)
-	if err != nil {
+	var g *gardener.Client
+	if cfg.Gardener.Project == "" {
+		logger.Info("No --gardener-project: the GardenerClusterKubeconfig controller is off and sessions reach clusters only")
+	} else if g, err = gardener.NewClient(cfg.Gardener); err != nil {
 		return err
 	}
 
@@ -74,17 +81,41 @@ func Run(ctx context.Context, cfg Config) error {
 		recorder := broadcaster.NewRecorder(scheme.Scheme, "clustergate")
 
 		own := clustergateinformers.NewSharedInformerFactory(client, 0)
-		core := informers.NewSharedInformerFactoryWithOptions(kube, 0,
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
-		c, err := kubeconfig.New(cfg.Kubeconfig, client, kube, g,
-			own.Clustergate().V1alpha1().GardenerClusterKubeconfigs(), core.Core().V1().Secrets(), recorder, clock.RealClock{})
+		// Each Secret informer caches only the Secrets its controller owns.
+		credentials := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Session.Namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.CredentialsSelector().String() }))
+		var gardenerSessions session.Gardener
+		if g != nil {
+			gardenerSessions = g
+		}
+		sessions, err := session.New(cfg.Session, client, kube, istio, gardenerSessions,
+			own.Clustergate().V1alpha1().Sessions(), credentials.Core().V1().Secrets(), recorder, clock.RealClock{})
 		if err != nil {
-			logger.Error(err, "Building the kubeconfig controller")
+			logger.Error(err, "Building the session controller")
 			return
 		}
-		own.Start(ctx.Done())
-		core.Start(ctx.Done())
-		c.Run(ctx)
+		running := []func(context.Context){sessions.Run}
+		factories := []interface{ Start(<-chan struct{}) }{own, credentials}
+		if g != nil {
+			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
+			kubeconfigs, err := kubeconfig.New(cfg.Kubeconfig, client, kube, g,
+				own.Clustergate().V1alpha1().GardenerClusterKubeconfigs(), kubeconfigSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
+			if err != nil {
+				logger.Error(err, "Building the kubeconfig controller")
+				return
+			}
+			running = append(running, kubeconfigs.Run)
+			factories = append(factories, kubeconfigSecrets)
+		}
+		for _, f := range factories {
+			f.Start(ctx.Done())
+		}
+		var wg sync.WaitGroup
+		for _, r := range running {
+			wg.Go(func() { r(ctx) })
+		}
+		wg.Wait()
 	}
 
 	if !cfg.LeaderElect {

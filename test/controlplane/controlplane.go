@@ -13,6 +13,7 @@ import (
 	"crypto/x509"
 	"embed"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -37,6 +38,10 @@ const (
 	Project = "local"
 	Shoot   = "local"
 )
+
+// ShootTargetSecret is the Secret in clustergate-system that holds a
+// kubeconfig of the shoot, for sessions with a cluster target.
+const ShootTargetSecret = "shoot-kubeconfig"
 
 // ClustergateServiceAccount is the identity clustergate has in the garden
 // cluster, as it would have from its ServiceAccount in a real one.
@@ -455,6 +460,19 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "-k", filepath.Join(cp.opts.RepoRoot, "artifacts", "rbac")); err != nil {
 		return err
 	}
+	if err := cp.installIstioCRDs(ctx); err != nil {
+		return err
+	}
+	// A cluster target for sessions: the shoot, reached with its admin
+	// kubeconfig, which may create and approve CSRs there.
+	shootKubeconfig, err := os.ReadFile(cp.ShootKubeconfig)
+	if err != nil {
+		return err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, shootKubeconfig, "-n", "clustergate-system", "create", "secret", "generic",
+		ShootTargetSecret, "--from-file=kubeconfig=/dev/stdin"); err != nil {
+		return err
+	}
 	if err := cp.start("clustergate", "clustergate-apiserver", append([]string{
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cp.ports.clustergate),
 		"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
@@ -464,6 +482,9 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--gardener-kubeconfig=" + kubeconfig,
 		"--gardener-project=" + Project,
+		"--namespace=clustergate-system",
+		// Short sessions for demos and tests.
+		"--session-min-ttl=10s",
 	}, cp.opts.ClustergateArgs...)...); err != nil {
 		return err
 	}
@@ -493,8 +514,47 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	})
 }
 
+// PID is the process ID of a running component, such as "clustergate".
+func (cp *ControlPlane) PID(name string) (int, error) {
+	i, err := cp.process(name)
+	if err != nil {
+		return 0, err
+	}
+	return cp.procs[i].cmd.Process.Pid, nil
+}
+
+// GardenerMetrics returns gardener-apiserver's /metrics, read directly as
+// the garden admin.
+func (cp *ControlPlane) GardenerMetrics(ctx context.Context) ([]byte, error) {
+	return cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "--server", fmt.Sprintf("https://127.0.0.1:%d", cp.ports.gardener),
+		"--certificate-authority", cp.aggregatedCA.CertFile, "get", "--raw", "/metrics")
+}
+
 // RepoRoot is the clustergate checkout the control plane was started from.
 func (cp *ControlPlane) RepoRoot() string { return cp.opts.RepoRoot }
+
+// installIstioCRDs installs Istio's CRDs, from the istio.io/api module the
+// server is built with, so that sessions get AuthorizationPolicies.
+func (cp *ControlPlane) installIstioCRDs(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "istio.io/api")
+	cmd.Dir = cp.opts.RepoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("locating istio.io/api: %w", err)
+	}
+	var module struct{ Dir string }
+	if err := json.Unmarshal(out, &module); err != nil {
+		return err
+	}
+	// The CRDs are too large for client-side apply's annotation.
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "--server-side", "-f",
+		filepath.Join(module.Dir, "kubernetes", "customresourcedefinitions.gen.yaml")); err != nil {
+		return err
+	}
+	_, err = cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/authorizationpolicies.security.istio.io")
+	return err
+}
 
 // UserKubeconfig writes a garden kubeconfig for user name in the given
 // groups, with a client certificate from the local client CA, and returns

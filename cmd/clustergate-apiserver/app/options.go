@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -28,6 +30,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
@@ -55,6 +58,10 @@ type Options struct {
 	Gardener gardener.Config
 	// Kubeconfig configures the GardenerClusterKubeconfig controller.
 	Kubeconfig kubeconfig.Options
+	// Session configures the Session controller.
+	Session session.Options
+	// istioSelector is the flag form of Session.Policy.Selector.
+	istioSelector string
 	// LeaderElect runs the writing controllers on one elected replica.
 	LeaderElect bool
 	// LeaderElectionNamespace holds the controllers' Lease in the core cluster.
@@ -83,8 +90,15 @@ func NewOptions() *Options {
 			Expiration: 24 * time.Hour,
 			Workers:    10,
 		},
+		Session: session.Options{
+			Config:    session.Config{CSRPoll: 2 * time.Second, RetryAfter: 30 * time.Second},
+			Namespace: serverNamespace(),
+			Policy:    session.PolicyConfig{Namespace: serverNamespace(), PrincipalFormat: "*/{username}"},
+			Workers:   10,
+		},
+		istioSelector:           "app.kubernetes.io/name=clustergate",
 		LeaderElect:             true,
-		LeaderElectionNamespace: "clustergate-system",
+		LeaderElectionNamespace: serverNamespace(),
 	}
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
@@ -129,13 +143,33 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.Kubeconfig.RotationRatio, "kubeconfig-rotation-ratio", o.Kubeconfig.RotationRatio,
 		"Fraction of a kubeconfig's validity after which it is rotated.")
 	fs.IntVar(&o.Kubeconfig.Workers, "kubeconfig-workers", o.Kubeconfig.Workers, "GardenerClusterKubeconfigs handled in parallel.")
+	fs.StringVar(&o.Session.Namespace, "namespace", o.Session.Namespace,
+		"The server's own namespace in the core cluster: session credentials and the kubeconfig Secrets of cluster targets live there (default: $POD_NAMESPACE or clustergate-system).")
+	fs.StringVar(&o.Session.Policy.Namespace, "istio-namespace", o.Session.Policy.Namespace,
+		"Namespace of the sessions' Istio AuthorizationPolicies (the server's pods' namespace); empty turns them off.")
+	fs.StringVar(&o.istioSelector, "istio-workload-selector", o.istioSelector, "Labels that select the server's pods, as key=value,...")
+	fs.StringVar(&o.Session.Policy.PrincipalFormat, "istio-principal-format", o.Session.Policy.PrincipalFormat,
+		"Istio request principal of a session owner; {username} is replaced by the owner's user name.")
+	fs.IntVar(&o.Session.Workers, "session-workers", o.Session.Workers, "Sessions handled in parallel.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the controllers that write on one replica, elected with a Lease in the core cluster.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the controllers' Lease.")
+}
+
+// serverNamespace is the namespace the server runs in.
+func serverNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "clustergate-system"
 }
 
 // Complete fills in what the flags leave open: an embedded etcd when no
 // --etcd-servers are given, and standalone mode when there is no core cluster.
 func (o *Options) Complete() error {
+	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
+	if err == nil {
+		o.Session.Policy.Selector = selector
+	}
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		u, err := embeddedetcd.FreeLocalURL()
 		if err != nil {
@@ -176,8 +210,14 @@ func (o *Options) Validate() error {
 	if o.Kubeconfig.Expiration < gardener.MinExpiration {
 		errs = append(errs, fmt.Errorf("--kubeconfig-expiration must be at least %s", gardener.MinExpiration))
 	}
-	if o.Kubeconfig.Workers < 1 {
-		errs = append(errs, fmt.Errorf("--kubeconfig-workers must be at least 1"))
+	if o.Session.Policy.Namespace != "" && !strings.Contains(o.Session.Policy.PrincipalFormat, "{username}") {
+		errs = append(errs, fmt.Errorf("--istio-principal-format must contain {username}"))
+	}
+	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {
+		errs = append(errs, fmt.Errorf("--istio-workload-selector must be key=value pairs: %q", o.istioSelector))
+	}
+	if o.Kubeconfig.Workers < 1 || o.Session.Workers < 1 {
+		errs = append(errs, fmt.Errorf("--kubeconfig-workers and --session-workers must be at least 1"))
 	}
 	return utilerrors.NewAggregate(errs)
 }

@@ -82,6 +82,7 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 					Core:           core,
 					Gardener:       o.Gardener,
 					Kubeconfig:     o.Kubeconfig,
+					Session:        o.Session,
 					LeaderElect:    o.LeaderElect,
 					LeaseNamespace: o.LeaderElectionNamespace,
 				})

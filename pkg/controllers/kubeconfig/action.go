@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -194,7 +195,7 @@ func NextAction(o Observed, cfg Config) Action {
 	if len(o.Stale) > 0 {
 		return Action{Type: DeleteSecret, SecretName: o.Stale[0].Name}
 	}
-	if !maps.Equal(SecretLabels(obj), pick(secret.Labels, SecretLabels(obj))) {
+	if !labels.SelectorFromSet(SecretLabels(obj)).Matches(labels.Set(secret.Labels)) {
 		return Action{Type: SyncSecretMetadata}
 	}
 	lastSync, expiresAt := metav1.NewTime(written.lastSync), metav1.NewTime(written.expiresAt)
@@ -314,17 +315,6 @@ func SecretLabels(obj *v1alpha1.GardenerClusterKubeconfig) map[string]string {
 	labels[LabelManagedBy] = ManagedBy
 	labels[LabelClusterName] = obj.Name
 	return labels
-}
-
-// pick returns the entries of m whose keys are in keys.
-func pick(m, keys map[string]string) map[string]string {
-	out := map[string]string{}
-	for k := range keys {
-		if v, ok := m[k]; ok {
-			out[k] = v
-		}
-	}
-	return out
 }
 
 func forceRequested(annotations map[string]string) bool {

@@ -1,0 +1,307 @@
+// Command kubeconfig benchmarks the GardenerClusterKubeconfig controller on
+// the local control plane (real gardener-apiserver, garden kube-apiserver and
+// etcd): it creates many objects with a short kubeconfig validity, then
+// measures the time until all are Ready, the Gardener requests per rotation,
+// how late rotations happen against their due time, and the server's memory.
+//
+// Run with `make bench` (-objects=10000) or smaller for a quick look:
+//
+//	go run ./hack/bench/kubeconfig -objects=500
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	"github.com/clustergate/clustergate/test/controlplane"
+)
+
+const namespace = "bench"
+
+func main() {
+	objects := flag.Int("objects", 10000, "GardenerClusterKubeconfigs to create")
+	expiration := flag.Duration("expiration", 10*time.Minute, "--kubeconfig-expiration of the server (Gardener's minimum is 10m)")
+	ratio := flag.Float64("ratio", 0.6, "--kubeconfig-rotation-ratio of the server")
+	qps := flag.Int("gardener-qps", 50, "--gardener-qps of the server")
+	workers := flag.Int("workers", 20, "--kubeconfig-workers of the server")
+	flag.Parse()
+	root, _ := os.Getwd()
+	if err := run(root, *objects, *expiration, *ratio, *qps, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(root string, n int, expiration time.Duration, ratio float64, qps, workers int) error {
+	ctx := context.Background()
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		Dir: filepath.Join(root, "_output", "bench"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
+		ClustergateArgs: []string{
+			"--kubeconfig-expiration=" + expiration.String(),
+			fmt.Sprintf("--kubeconfig-rotation-ratio=%v", ratio),
+			fmt.Sprintf("--gardener-qps=%d", qps), fmt.Sprintf("--gardener-burst=%d", 2*qps),
+			fmt.Sprintf("--kubeconfig-workers=%d", workers),
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	client := versioned.NewForConfigOrDie(cfg)
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", namespace); err != nil {
+		return err
+	}
+
+	// Every write of every Secret, as it happens.
+	rec := newRecorder()
+	w, err := kube.CoreV1().Secrets(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: kubeconfig.ManagedSecretSelector().String()})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	go rec.consume(w)
+
+	requestsBefore, err := gardenerRequests(ctx, cp)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	uids, err := createObjects(ctx, client, n)
+	if err != nil {
+		return err
+	}
+	created := time.Since(start)
+	fmt.Printf("created %d objects in %s\n", n, created.Round(time.Millisecond))
+	for rec.count(kubeconfig.ReasonCreated) < n {
+		time.Sleep(time.Second)
+	}
+	allReady := waitReady(ctx, client, n)
+	readyIn := time.Since(start)
+	requestsAfterCreate, err := gardenerRequests(ctx, cp)
+	if err != nil {
+		return err
+	}
+	rssAfterCreate := rss(cp)
+	fmt.Printf("all %d Ready after %s\n", n, readyIn.Round(time.Second))
+
+	// Every object rotates once within validity×ratio after its write.
+	deadline := time.Now().Add(time.Duration(float64(expiration)*ratio) + readyIn + 5*time.Minute)
+	for rec.count(kubeconfig.ReasonRotated) < n && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Second)
+	}
+	rotated := rec.count(kubeconfig.ReasonRotated)
+	requestsAfterRotation, err := gardenerRequests(ctx, cp)
+	if err != nil {
+		return err
+	}
+	late := rec.lateness(uids, kubeconfig.Config{RotationRatio: ratio, Spread: 0.1})
+
+	fmt.Printf("\n| metric | value |\n|---|---|\n")
+	fmt.Printf("| objects | %d |\n", n)
+	fmt.Printf("| kubeconfig validity / rotation ratio | %s / %v |\n", expiration, ratio)
+	fmt.Printf("| time to create the objects | %s |\n", created.Round(time.Millisecond))
+	fmt.Printf("| time until all Ready | %s (%v) |\n", readyIn.Round(time.Second), allReady)
+	fmt.Printf("| Gardener requests for the first kubeconfigs | %d (%.3f per object) |\n",
+		requestsAfterCreate-requestsBefore, float64(requestsAfterCreate-requestsBefore)/float64(n))
+	fmt.Printf("| rotations observed | %d of %d |\n", rotated, n)
+	if rotated > 0 {
+		fmt.Printf("| Gardener requests per rotation | %.3f |\n", float64(requestsAfterRotation-requestsAfterCreate)/float64(rotated))
+	}
+	if len(late) > 0 {
+		fmt.Printf("| rotation lateness p50 / p99 / max | %s / %s / %s |\n", percentile(late, 0.5), percentile(late, 0.99), late[len(late)-1])
+	}
+	fmt.Printf("| clustergate RSS after create / after rotation | %s / %s |\n", rssAfterCreate, rss(cp))
+	return nil
+}
+
+func createObjects(ctx context.Context, client versioned.Interface, n int) (map[string]types.UID, error) {
+	uids := make(map[string]types.UID, n)
+	var mu sync.Mutex
+	var failed atomic.Value
+	names := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range names {
+				name := fmt.Sprintf("c-%05d", i)
+				obj, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(namespace).Create(ctx, &v1alpha1.GardenerClusterKubeconfig{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					Spec: v1alpha1.GardenerClusterKubeconfigSpec{
+						Shoot:      v1alpha1.ShootReference{Name: controlplane.Shoot},
+						Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Name: "kubeconfig-" + name}},
+					},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					failed.Store(err)
+					continue
+				}
+				mu.Lock()
+				uids[name] = obj.UID
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range n {
+		names <- i
+	}
+	close(names)
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		return nil, err
+	}
+	return uids, nil
+}
+
+func waitReady(ctx context.Context, client versioned.Interface, n int) bool {
+	for range 600 {
+		list, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(namespace).List(ctx, metav1.ListOptions{FieldSelector: "status.state=Ready"})
+		if err == nil && len(list.Items) >= n {
+			return true
+		}
+		time.Sleep(time.Second)
+	}
+	return false
+}
+
+// recorder keeps every write of every Secret: when it was written and until
+// when its kubeconfig was valid.
+type recorder struct {
+	mu     sync.Mutex
+	writes map[string][]write
+}
+
+type write struct {
+	reason              string
+	lastSync, expiresAt time.Time
+	seen                time.Time
+}
+
+func newRecorder() *recorder { return &recorder{writes: map[string][]write{}} }
+
+func (r *recorder) consume(w watch.Interface) {
+	for ev := range w.ResultChan() {
+		s, ok := ev.Object.(*corev1.Secret)
+		if !ok || ev.Type == watch.Deleted {
+			continue
+		}
+		lastSync, err1 := time.Parse(time.RFC3339, s.Annotations[kubeconfig.AnnotationLastSync])
+		expiresAt, err2 := time.Parse(time.RFC3339, s.Annotations[kubeconfig.AnnotationExpiresAt])
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		r.mu.Lock()
+		prev := r.writes[s.Labels[kubeconfig.LabelClusterName]]
+		if len(prev) == 0 || !prev[len(prev)-1].lastSync.Equal(lastSync) {
+			r.writes[s.Labels[kubeconfig.LabelClusterName]] = append(prev, write{reason: s.Annotations[kubeconfig.AnnotationReason],
+				lastSync: lastSync, expiresAt: expiresAt, seen: time.Now()})
+		}
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) count(reason string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, ws := range r.writes {
+		for _, w := range ws {
+			if w.reason == reason {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// lateness is, for each rotation, how long after its due time the new
+// kubeconfig was seen, sorted.
+func (r *recorder) lateness(uids map[string]types.UID, cfg kubeconfig.Config) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []time.Duration
+	for name, ws := range r.writes {
+		for i := 1; i < len(ws); i++ {
+			if ws[i].reason != kubeconfig.ReasonRotated {
+				continue
+			}
+			due := kubeconfig.RotationTime(ws[i-1].lastSync, ws[i-1].expiresAt, uids[name], cfg)
+			out = append(out, ws[i].seen.Sub(due).Round(10*time.Millisecond))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	return sorted[int(float64(len(sorted)-1)*p)]
+}
+
+// gardenerRequests counts the kubeconfig requests gardener-apiserver served.
+func gardenerRequests(ctx context.Context, cp *controlplane.ControlPlane) (int, error) {
+	metrics, err := cp.GardenerMetrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	sc := bufio.NewScanner(bytes.NewReader(metrics))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `subresource="adminkubeconfig"`) &&
+			strings.Contains(line, `verb="POST"`) {
+			fields := strings.Fields(line)
+			v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+			total += int(v)
+		}
+	}
+	return total, sc.Err()
+}
+
+// rss is the resident memory of the clustergate process.
+func rss(cp *controlplane.ControlPlane) string {
+	pid, err := cp.PID("clustergate")
+	if err != nil {
+		return err.Error()
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return err.Error()
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kb, _ := strconv.Atoi(strings.Fields(line)[1])
+			return fmt.Sprintf("%d MiB", kb/1024)
+		}
+	}
+	return "unknown"
+}

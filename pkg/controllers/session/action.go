@@ -1,0 +1,326 @@
+// Package session holds the controller that gives each Session its
+// credentials and its Istio AuthorizationPolicy, keeps its conditions, and
+// ends it at expiresAt: the session is deleted, and its finalizer removes the
+// credentials, the CSR and the policy.
+//
+// Each pass computes the single next action from what it observes
+// (NextAction, a pure function tested as data) and performs it. The state of
+// a half-done mint (the private key, the CSR) lives in the credentials
+// Secret and on the target, so a crash between passes loses nothing.
+package session
+
+import (
+	"crypto"
+	"crypto/x509"
+	"fmt"
+	"slices"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+)
+
+// Names on the objects the controller keeps for a session.
+const (
+	// Finalizer holds a deleted Session until its credentials, CSR and
+	// policy are gone.
+	Finalizer = "clustergate.dev/session-cleanup"
+	// LabelSessionName and LabelSessionNamespace mark a session's
+	// credentials Secret and policy.
+	LabelSessionName      = "clustergate.dev/session-name"
+	LabelSessionNamespace = "clustergate.dev/session-namespace"
+
+	// KeyKubeconfig holds the minted kubeconfig in the credentials Secret.
+	KeyKubeconfig = "kubeconfig"
+	// KeyPrivateKey holds the private key of a cluster target's CSR.
+	KeyPrivateKey = "tls.key"
+)
+
+// Condition types of a Session.
+const (
+	ConditionCredentialsReady         = "CredentialsReady"
+	ConditionAuthorizationPolicyReady = "AuthorizationPolicyReady"
+	ConditionReady                    = "Ready"
+)
+
+// Reasons of the conditions.
+const (
+	ReasonMinted             = "Minted"
+	ReasonMinting            = "Minting"
+	ReasonTargetNotFound     = "TargetNotFound"
+	ReasonTargetUnreachable  = "TargetUnreachable"
+	ReasonTargetForbidden    = "TargetForbidden"
+	ReasonTargetInsecure     = "TargetInsecure"
+	ReasonAccessLevelInvalid = "AccessLevelUnsupported"
+	ReasonCSRPending         = "CSRPending"
+	ReasonCSRDenied          = "CSRDenied"
+	ReasonCSRFailed          = "CSRFailed"
+	ReasonCertificateInvalid = "CertificateInvalid"
+	ReasonPolicyApplied      = "PolicyApplied"
+	ReasonPolicyDisabled     = "PolicyDisabled"
+	ReasonIstioNotInstalled  = "IstioNotInstalled"
+	ReasonPolicyConflict     = "PolicyConflict"
+	ReasonCredentialsPending = "CredentialsNotReady"
+)
+
+// ActionType names what a pass does.
+type ActionType string
+
+// The actions a pass may take; each writes at most one object.
+const (
+	None                 ActionType = "None"
+	AddFinalizer         ActionType = "AddFinalizer"
+	DeleteSession        ActionType = "DeleteSession"
+	MintShootCredentials ActionType = "MintShootCredentials"
+	CreatePrivateKey     ActionType = "CreatePrivateKey"
+	CreateCSR            ActionType = "CreateCSR"
+	ApproveCSR           ActionType = "ApproveCSR"
+	WriteCertificate     ActionType = "WriteCertificate"
+	ApplyPolicy          ActionType = "ApplyPolicy"
+	UpdateStatus         ActionType = "UpdateStatus"
+	DeleteCredentials    ActionType = "DeleteCredentials"
+	DeleteCSR            ActionType = "DeleteCSR"
+	DeletePolicy         ActionType = "DeletePolicy"
+	RemoveFinalizer      ActionType = "RemoveFinalizer"
+)
+
+// Action is the single next step for one session.
+type Action struct {
+	Type ActionType
+	// Conditions are what UpdateStatus writes.
+	Conditions []metav1.Condition
+	// BackendURL is what UpdateStatus writes as status.backendURL.
+	BackendURL string
+	// RequeueAfter is when to look again if nothing changes before.
+	RequeueAfter time.Duration
+}
+
+// PolicyState is what a pass sees of the session's AuthorizationPolicy.
+type PolicyState struct {
+	// Disabled: the server manages no policies.
+	Disabled bool
+	// APIAbsent: the core cluster does not serve AuthorizationPolicies.
+	APIAbsent bool
+	// Exists, Owned and UpToDate describe the policy of the session's name.
+	Exists, Owned, UpToDate bool
+}
+
+// TargetProblem is why the target could not be reached, if it could not.
+type TargetProblem struct {
+	Reason, Message string
+}
+
+// Observed is what a pass sees.
+type Observed struct {
+	Session *v1alpha1.Session
+	// Credentials is the session's credentials Secret, or nil.
+	Credentials *corev1.Secret
+	// CSR is the session's CSR on a cluster target, or nil.
+	CSR *certificatesv1.CertificateSigningRequest
+	// Target is set when the target could not be used.
+	Target *TargetProblem
+	// Policy is the session's AuthorizationPolicy.
+	Policy PolicyState
+	Now    time.Time
+}
+
+// Config holds the controller's timing.
+type Config struct {
+	// CSRPoll is how often a pending CSR is looked at again.
+	CSRPoll time.Duration
+	// RetryAfter is when a session whose target failed is tried again.
+	RetryAfter time.Duration
+}
+
+// NextAction computes the single next step for a session.
+func NextAction(o Observed, cfg Config) Action {
+	s := o.Session
+	if s.DeletionTimestamp != nil {
+		return nextCleanupAction(o)
+	}
+	expiresAt := s.Status.ExpiresAt
+	if expiresAt != nil && !o.Now.Before(expiresAt.Time) {
+		return Action{Type: DeleteSession}
+	}
+	if !slices.Contains(s.Finalizers, Finalizer) {
+		return Action{Type: AddFinalizer}
+	}
+	untilExpiry := time.Duration(0)
+	if expiresAt != nil {
+		untilExpiry = expiresAt.Sub(o.Now)
+	}
+
+	credentials, backendURL, pending := credentialsCondition(o, cfg)
+	if pending != nil {
+		if pending.Type == None {
+			return statusOr(o, credentials, backendURL, policyCondition(o.Policy), soonest(pending.RequeueAfter, untilExpiry))
+		}
+		return *pending
+	}
+	if p := o.Policy; !p.Disabled && !p.APIAbsent && (!p.Exists || p.Owned && !p.UpToDate) {
+		return Action{Type: ApplyPolicy}
+	}
+	return statusOr(o, credentials, backendURL, policyCondition(o.Policy), untilExpiry)
+}
+
+// soonest returns the sooner of two requeue delays, where 0 means never.
+func soonest(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// credentialsCondition returns the CredentialsReady condition and backend
+// URL, or, while credentials are not ready, the action that advances them
+// (None meaning: wait, with the condition saying why).
+func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Action) {
+	cond := func(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: ConditionCredentialsReady, Status: status, Reason: reason, Message: msg}
+	}
+	wait := func(after time.Duration) *Action { return &Action{Type: None, RequeueAfter: after} }
+	s, secret := o.Session, o.Credentials
+
+	if secret != nil && len(secret.Data[KeyKubeconfig]) > 0 {
+		server, err := kubeconfigServer(secret.Data[KeyKubeconfig])
+		if err != nil {
+			return cond(metav1.ConditionFalse, ReasonCertificateInvalid, "the stored credentials cannot be read: "+err.Error()), "", wait(cfg.RetryAfter)
+		}
+		return cond(metav1.ConditionTrue, ReasonMinted, "credentials minted and kept by the server"), server, nil
+	}
+	if o.Target != nil {
+		return cond(metav1.ConditionFalse, o.Target.Reason, o.Target.Message), "", wait(cfg.RetryAfter)
+	}
+	if s.Spec.Target.Shoot != nil {
+		if g := s.Spec.AccessLevel.Group; g != "admin" && g != "viewer" {
+			return cond(metav1.ConditionFalse, ReasonAccessLevelInvalid,
+				fmt.Sprintf("Gardener issues admin and viewer kubeconfigs only, not %q", g)), "", wait(0)
+		}
+		return metav1.Condition{}, "", &Action{Type: MintShootCredentials}
+	}
+
+	// Cluster target: key, CSR, approval, certificate; one step per pass.
+	if secret == nil || len(secret.Data[KeyPrivateKey]) == 0 {
+		return metav1.Condition{}, "", &Action{Type: CreatePrivateKey}
+	}
+	if o.CSR == nil {
+		return metav1.Condition{}, "", &Action{Type: CreateCSR}
+	}
+	switch csrState(o.CSR) {
+	case certificatesv1.CertificateDenied:
+		return cond(metav1.ConditionFalse, ReasonCSRDenied, "the target denied the session's certificate signing request"), "", wait(0)
+	case certificatesv1.CertificateFailed:
+		return cond(metav1.ConditionFalse, ReasonCSRFailed, "the target failed to sign the session's certificate"), "", wait(0)
+	case "":
+		return metav1.Condition{}, "", &Action{Type: ApproveCSR}
+	}
+	if len(o.CSR.Status.Certificate) == 0 {
+		return cond(metav1.ConditionFalse, ReasonCSRPending,
+			fmt.Sprintf("waiting for signer %s to issue the certificate", o.CSR.Spec.SignerName)), "", wait(cfg.CSRPoll)
+	}
+	if err := CheckCertificate(o.CSR.Status.Certificate, secret.Data[KeyPrivateKey], s, o.Now); err != nil {
+		return cond(metav1.ConditionFalse, ReasonCertificateInvalid, err.Error()), "", wait(0)
+	}
+	return metav1.Condition{}, "", &Action{Type: WriteCertificate}
+}
+
+func policyCondition(p PolicyState) metav1.Condition {
+	c := metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionTrue}
+	switch {
+	case p.Disabled:
+		c.Reason, c.Message = ReasonPolicyDisabled, "the server manages no Istio policies"
+	case p.APIAbsent:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonIstioNotInstalled
+		c.Message = "Istio's AuthorizationPolicy API is not served; the session works through the aggregated proxy only"
+	case p.Exists && !p.Owned:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonPolicyConflict
+		c.Message = "an AuthorizationPolicy of the session's name exists and is not the server's; it is left untouched"
+	default:
+		c.Reason, c.Message = ReasonPolicyApplied, "only the owner may use the session's direct path"
+	}
+	return c
+}
+
+func nextCleanupAction(o Observed) Action {
+	switch {
+	case o.Credentials != nil:
+		return Action{Type: DeleteCredentials}
+	case o.CSR != nil:
+		return Action{Type: DeleteCSR}
+	case o.Policy.Exists && o.Policy.Owned:
+		return Action{Type: DeletePolicy}
+	case slices.Contains(o.Session.Finalizers, Finalizer):
+		return Action{Type: RemoveFinalizer}
+	}
+	return Action{Type: None}
+}
+
+// statusOr returns an UpdateStatus action when the conditions or backend
+// URL differ from the session's, and otherwise None until requeue.
+func statusOr(o Observed, credentials metav1.Condition, backendURL string, policy metav1.Condition, requeue time.Duration) Action {
+	ready := metav1.Condition{Type: ConditionReady, Status: credentials.Status, Reason: credentials.Reason, Message: credentials.Message}
+	if credentials.Status == metav1.ConditionTrue {
+		ready.Reason, ready.Message = "SessionReady", "the session's proxy may be used by its owner until it expires"
+	}
+	want := []metav1.Condition{credentials, policy, ready}
+	gen := o.Session.Generation
+	changed := o.Session.Status.BackendURL != backendURL || o.Session.Status.ObservedGeneration != gen
+	for i := range want {
+		want[i].ObservedGeneration = gen
+		have := meta.FindStatusCondition(o.Session.Status.Conditions, want[i].Type)
+		if have == nil || have.Status != want[i].Status || have.Reason != want[i].Reason || have.Message != want[i].Message {
+			changed = true
+		}
+	}
+	if !changed {
+		return Action{Type: None, RequeueAfter: requeue}
+	}
+	return Action{Type: UpdateStatus, Conditions: want, BackendURL: backendURL, RequeueAfter: requeue}
+}
+
+func csrState(csr *certificatesv1.CertificateSigningRequest) certificatesv1.RequestConditionType {
+	for _, c := range []certificatesv1.RequestConditionType{certificatesv1.CertificateDenied, certificatesv1.CertificateFailed, certificatesv1.CertificateApproved} {
+		for _, have := range csr.Status.Conditions {
+			if have.Type == c && have.Status == corev1.ConditionTrue {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// CommonName is the CN of a session's client certificate.
+func CommonName(s *v1alpha1.Session) string {
+	return "clustergate:session:" + s.Spec.Owner.Username
+}
+
+// CheckCertificate verifies an issued certificate before use: it belongs to
+// the private key, carries the session's CN and group, and is valid now.
+func CheckCertificate(certPEM, keyPEM []byte, s *v1alpha1.Session, now time.Time) error {
+	cert, err := parseCertificate(certPEM)
+	if err != nil {
+		return err
+	}
+	key, err := parsePrivateKey(keyPEM)
+	if err != nil {
+		return err
+	}
+	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
+		return fmt.Errorf("the issued certificate does not belong to the session's key")
+	}
+	if cert.Subject.CommonName != CommonName(s) || !slices.Equal(cert.Subject.Organization, []string{s.Spec.AccessLevel.Group}) {
+		return fmt.Errorf("the issued certificate is for CN=%s O=%v, not CN=%s O=[%s]",
+			cert.Subject.CommonName, cert.Subject.Organization, CommonName(s), s.Spec.AccessLevel.Group)
+	}
+	if now.Before(cert.NotBefore) || !now.Before(cert.NotAfter) {
+		return fmt.Errorf("the issued certificate is valid from %s to %s, not now", cert.NotBefore, cert.NotAfter)
+	}
+	if !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageClientAuth) {
+		return fmt.Errorf("the issued certificate is not for client authentication")
+	}
+	return nil
+}

@@ -1,0 +1,518 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
+	istioapplyv1 "istio.io/client-go/pkg/applyconfiguration/security/v1"
+	istioclient "istio.io/client-go/pkg/clientset/versioned"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/gardener"
+	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
+	listers "github.com/clustergate/clustergate/pkg/generated/listers/clustergate/v1alpha1"
+)
+
+// FieldManager is the field manager of the controller's writes.
+const FieldManager = "clustergate-session-controller"
+
+// Gardener issues kubeconfigs for Shoots; *gardener.Client is the real one.
+type Gardener interface {
+	RequestKubeconfig(ctx context.Context, shoot string, level gardener.AccessLevel, expiration time.Duration) (gardener.Kubeconfig, error)
+}
+
+// Options configure a Controller.
+type Options struct {
+	Config
+	// Namespace is the server's own namespace: credentials Secrets and the
+	// kubeconfig Secrets of cluster targets live there.
+	Namespace string
+	// Policy configures the sessions' AuthorizationPolicies.
+	Policy PolicyConfig
+	// Workers is the number of sessions handled in parallel.
+	Workers int
+}
+
+// Controller runs the lifecycle of Sessions.
+type Controller struct {
+	opts     Options
+	client   versioned.Interface
+	kube     kubernetes.Interface
+	istio    istioclient.Interface
+	gardener Gardener
+	clock    clock.WithTicker
+	recorder events.EventRecorder
+
+	sessions  listers.SessionLister
+	secrets   corelisters.SecretLister
+	hasSynced []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
+
+	// istioServed caches whether the core cluster serves AuthorizationPolicies.
+	istioMu      sync.Mutex
+	istioServed  bool
+	istioChecked time.Time
+}
+
+// CredentialsSelector selects the credentials Secrets of sessions, the only
+// Secrets of the server's namespace the controller caches.
+func CredentialsSelector() labels.Selector {
+	req, _ := labels.NewRequirement(LabelSessionName, selection.Exists, nil)
+	return labels.NewSelector().Add(*req)
+}
+
+// New returns a controller over the given informers. The Secret informer
+// must cover only the server's namespace, restricted with CredentialsSelector.
+// g may be nil when no Gardener project is configured.
+func New(opts Options, client versioned.Interface, kube kubernetes.Interface, istio istioclient.Interface, g Gardener,
+	sessions informers.SessionInformer, secrets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	c := &Controller{
+		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
+		sessions:  sessions.Lister(),
+		secrets:   secrets.Lister(),
+		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "session", Clock: clk}),
+	}
+	if _, err := sessions.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
+		DeleteFunc: c.enqueueOwner,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
+		c.queue.Add(types.NamespacedName{Namespace: key.Namespace, Name: key.Name})
+	}
+}
+
+func (c *Controller) enqueueOwner(obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	if s, ok := obj.(*corev1.Secret); ok {
+		c.queue.Add(types.NamespacedName{Namespace: s.Labels[LabelSessionNamespace], Name: s.Labels[LabelSessionName]})
+	}
+}
+
+// Run handles sessions until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName("session-controller")
+	ctx = klog.NewContext(ctx, logger)
+	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) {
+		return
+	}
+	logger.Info("Started", "workers", c.opts.Workers)
+	for range c.opts.Workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for c.next(ctx) {
+			}
+		}, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	requeue, acted, err := c.sync(ctx, key)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Will retry", "session", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	switch {
+	case acted:
+		// Not every write comes back as an event (policies and targets are
+		// not watched): look again at once.
+		c.queue.Add(key)
+	case requeue > 0:
+		// Expiry is a timer on the queue, not a resync.
+		c.queue.AddAfter(key, requeue)
+	}
+	return true
+}
+
+// sync observes one session and performs its next action. It returns when
+// to look again, whether it acted, or an error to retry with backoff.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (time.Duration, bool, error) {
+	s, err := c.sessions.Sessions(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	o, target, err := c.observe(ctx, s)
+	if err != nil {
+		return 0, false, err
+	}
+	a := NextAction(o, c.opts.Config)
+	klog.FromContext(ctx).V(4).Info("Next action", "session", key, "action", a.Type)
+	return a.RequeueAfter, a.Type != None && a.Type != UpdateStatus, c.perform(ctx, o, target, a)
+}
+
+// target is a cluster target as the server reaches it.
+type target struct {
+	kube   kubernetes.Interface
+	server string
+	ca     []byte
+}
+
+// observe gathers a session's credentials, CSR and policy. The target is
+// contacted only while credentials are being minted or cleaned up.
+func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed, *target, error) {
+	o := Observed{Session: s, Now: c.clock.Now()}
+	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(CredentialsName(s))
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return o, nil, err
+	default:
+		o.Credentials = secret
+	}
+
+	var t *target
+	minting := o.Credentials == nil || len(o.Credentials.Data[KeyKubeconfig]) == 0
+	if s.Spec.Target.Cluster != nil && (minting || s.DeletionTimestamp != nil) {
+		t, o.Target = c.reachTarget(ctx, s)
+		if t != nil {
+			csr, err := t.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, CSRName(s), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				o.Target = targetProblem(err)
+			default:
+				o.CSR = csr
+			}
+		}
+		if o.Target != nil && s.DeletionTimestamp != nil {
+			// A target that is gone or unreachable cannot hold up the
+			// deletion: its CSR expires there on its own.
+			c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Target.Reason, "Cleanup", "CSR %s left on the target: %s", CSRName(s), o.Target.Message)
+		}
+	}
+
+	o.Policy, err = c.observePolicy(ctx, s)
+	return o, t, err
+}
+
+func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*target, *TargetProblem) {
+	ref := s.Spec.Target.Cluster.KubeconfigSecretRef.Name
+	secret, err := c.kube.CoreV1().Secrets(c.opts.Namespace).Get(ctx, ref, metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &TargetProblem{Reason: ReasonTargetNotFound, Message: fmt.Sprintf("kubeconfig Secret %s/%s not found", c.opts.Namespace, ref)}
+		}
+		return nil, targetProblem(err)
+	}
+	kubeconfig := secret.Data["kubeconfig"]
+	if len(kubeconfig) == 0 {
+		kubeconfig = secret.Data["value"]
+	}
+	server, ca, err := TargetCluster(kubeconfig)
+	if err != nil {
+		return nil, &TargetProblem{Reason: ReasonTargetInsecure, Message: fmt.Sprintf("kubeconfig Secret %s: %v", ref, err)}
+	}
+	restConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, &TargetProblem{Reason: ReasonTargetNotFound, Message: err.Error()}
+	}
+	restConfig.Timeout = 10 * time.Second
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, &TargetProblem{Reason: ReasonTargetNotFound, Message: err.Error()}
+	}
+	return &target{kube: kube, server: server, ca: ca}, nil
+}
+
+func targetProblem(err error) *TargetProblem {
+	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+		return &TargetProblem{Reason: ReasonTargetForbidden, Message: err.Error()}
+	}
+	return &TargetProblem{Reason: ReasonTargetUnreachable, Message: err.Error()}
+}
+
+func (c *Controller) observePolicy(ctx context.Context, s *v1alpha1.Session) (PolicyState, error) {
+	if c.opts.Policy.Namespace == "" || c.istio == nil {
+		return PolicyState{Disabled: true}, nil
+	}
+	if !c.istioInstalled() {
+		return PolicyState{APIAbsent: true}, nil
+	}
+	p, err := c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Get(ctx, PolicyName(s), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return PolicyState{}, nil
+	case err != nil:
+		return PolicyState{}, err
+	}
+	return observePolicy(p, s, c.opts.Policy), nil
+}
+
+// istioInstalled asks discovery, at most every 30 s, whether the core
+// cluster serves AuthorizationPolicies.
+func (c *Controller) istioInstalled() bool {
+	c.istioMu.Lock()
+	defer c.istioMu.Unlock()
+	if now := c.clock.Now(); now.Sub(c.istioChecked) > 30*time.Second {
+		c.istioChecked = now
+		resources, err := c.kube.Discovery().ServerResourcesForGroupVersion(istiosecurityv1.SchemeGroupVersion.String())
+		c.istioServed = false
+		for _, r := range resourcesOrNone(resources, err) {
+			if r.Name == "authorizationpolicies" {
+				c.istioServed = true
+			}
+		}
+	}
+	return c.istioServed
+}
+
+func resourcesOrNone(l *metav1.APIResourceList, err error) []metav1.APIResource {
+	if err != nil || l == nil {
+		return nil
+	}
+	return l.APIResources
+}
+
+// CredentialsName is the name of a session's credentials Secret.
+func CredentialsName(s *v1alpha1.Session) string { return "session-" + string(s.UID) }
+
+// CSRName is the name of a session's CSR on a cluster target.
+func CSRName(s *v1alpha1.Session) string { return "clustergate-session-" + string(s.UID) }
+
+func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Action) error {
+	s := o.Session
+	sessions := c.client.ClustergateV1alpha1().Sessions(s.Namespace)
+	secrets := c.kube.CoreV1().Secrets(c.opts.Namespace)
+	update := metav1.UpdateOptions{FieldManager: FieldManager}
+	switch a.Type {
+	case None:
+		return nil
+	case DeleteSession:
+		uid := s.UID
+		err := sessions.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err == nil {
+			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Expired", "Delete", "Session expired at %s", s.Status.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		return ignoreNotFound(err)
+	case AddFinalizer:
+		updated := s.DeepCopy()
+		updated.Finalizers = append(updated.Finalizers, Finalizer)
+		_, err := sessions.Update(ctx, updated, update)
+		return err
+	case RemoveFinalizer:
+		updated := s.DeepCopy()
+		updated.Finalizers = removeString(updated.Finalizers, Finalizer)
+		_, err := sessions.Update(ctx, updated, update)
+		return ignoreNotFound(err)
+	case MintShootCredentials:
+		return c.mintShootCredentials(ctx, o)
+	case CreatePrivateKey:
+		key, err := NewPrivateKey()
+		if err != nil {
+			return err
+		}
+		_, err = secrets.Create(ctx, c.credentialsSecret(s, map[string][]byte{KeyPrivateKey: key}), metav1.CreateOptions{FieldManager: FieldManager})
+		return err
+	case CreateCSR:
+		return c.createCSR(ctx, o, t)
+	case ApproveCSR:
+		csr := o.CSR.DeepCopy()
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "ClustergateSession",
+			Message: fmt.Sprintf("approved by clustergate for session %s/%s of %s", s.Namespace, s.Name, s.Spec.Owner.Username),
+		})
+		_, err := t.kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, update)
+		return err
+	case WriteCertificate:
+		kubeconfig, err := ClientKubeconfig(t.server, t.ca, o.CSR.Status.Certificate, o.Credentials.Data[KeyPrivateKey])
+		if err != nil {
+			return err
+		}
+		updated := o.Credentials.DeepCopy()
+		updated.Data = map[string][]byte{KeyKubeconfig: kubeconfig}
+		_, err = secrets.Update(ctx, updated, update)
+		if err == nil {
+			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonMinted, "MintCredentials", "Client certificate issued by %s", o.CSR.Spec.SignerName)
+		}
+		return err
+	case ApplyPolicy:
+		policy := istioapplyv1.AuthorizationPolicy(PolicyName(s), c.opts.Policy.Namespace).
+			WithLabels(PolicyLabels(s)).WithSpec(*DesiredPolicy(s, c.opts.Policy))
+		_, err := c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Apply(ctx, policy,
+			metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		return err
+	case UpdateStatus:
+		return c.applyStatus(ctx, s, a)
+	case DeleteCredentials:
+		return ignoreNotFound(secrets.Delete(ctx, o.Credentials.Name, metav1.DeleteOptions{}))
+	case DeleteCSR:
+		return ignoreNotFound(t.kube.CertificatesV1().CertificateSigningRequests().Delete(ctx, o.CSR.Name, metav1.DeleteOptions{}))
+	case DeletePolicy:
+		return ignoreNotFound(c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Delete(ctx, PolicyName(s), metav1.DeleteOptions{}))
+	}
+	return fmt.Errorf("unknown action %q", a.Type)
+}
+
+func (c *Controller) credentialsSecret(s *v1alpha1.Session, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: CredentialsName(s), Namespace: c.opts.Namespace, Labels: PolicyLabels(s)},
+		Type:       corev1.SecretTypeOpaque,
+		Data:       data,
+	}
+}
+
+// mintShootCredentials asks Gardener for an admin or viewer kubeconfig that
+// lasts as long as the session (at least Gardener's minimum) and stores it.
+// A failure goes to the session's conditions.
+func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error {
+	s := o.Session
+	if c.gardener == nil {
+		return c.reportTarget(ctx, o, ReasonTargetNotFound, "the server has no Gardener project (--gardener-project)")
+	}
+	level := gardener.Viewer
+	if s.Spec.AccessLevel.Group == "admin" {
+		level = gardener.Admin
+	}
+	remaining := s.Spec.TTL.Duration
+	if s.Status.ExpiresAt != nil {
+		remaining = s.Status.ExpiresAt.Sub(o.Now)
+	}
+	kc, err := c.gardener.RequestKubeconfig(ctx, s.Spec.Target.Shoot.Name, level, remaining)
+	if err != nil {
+		reason := map[gardener.Reason]string{gardener.ShootNotFound: ReasonTargetNotFound, gardener.Forbidden: ReasonTargetForbidden}[gardener.ReasonOf(err)]
+		if reason == "" {
+			reason = ReasonTargetUnreachable
+		}
+		return errors.Join(err, c.reportTarget(ctx, o, reason, err.Error()))
+	}
+	if _, _, err := TargetCluster(kc.Data); err != nil {
+		return c.reportTarget(ctx, o, ReasonTargetInsecure, "Gardener's kubeconfig: "+err.Error())
+	}
+	secret := c.credentialsSecret(s, map[string][]byte{KeyKubeconfig: kc.Data})
+	if o.Credentials != nil {
+		secret.ResourceVersion = o.Credentials.ResourceVersion
+		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: FieldManager})
+	} else {
+		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager})
+	}
+	if err == nil {
+		c.recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonMinted, "MintCredentials", "%s kubeconfig of shoot %s issued by Gardener", level, s.Spec.Target.Shoot.Name)
+	}
+	return err
+}
+
+// reportTarget writes a failed CredentialsReady condition.
+func (c *Controller) reportTarget(ctx context.Context, o Observed, reason, msg string) error {
+	o.Target = &TargetProblem{Reason: reason, Message: msg}
+	a := NextAction(o, c.opts.Config)
+	if a.Type != UpdateStatus {
+		return nil
+	}
+	c.recorder.Eventf(o.Session, nil, corev1.EventTypeWarning, reason, "MintCredentials", "%s", msg)
+	return c.applyStatus(ctx, o.Session, a)
+}
+
+func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error {
+	s := o.Session
+	request, err := CertificateRequest(o.Credentials.Data[KeyPrivateKey], s)
+	if err != nil {
+		return err
+	}
+	seconds := int32(max(s.Spec.TTL.Duration, gardener.MinExpiration) / time.Second)
+	_, err = t.kube.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: CSRName(s), Labels: PolicyLabels(s)},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           request,
+			SignerName:        s.Spec.Target.Cluster.SignerName,
+			ExpirationSeconds: &seconds,
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}, metav1.CreateOptions{FieldManager: FieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// applyStatus writes conditions and backend URL with server-side apply;
+// a condition keeps its transition time while its status stays the same.
+func (c *Controller) applyStatus(ctx context.Context, s *v1alpha1.Session, a Action) error {
+	conditions := append([]metav1.Condition(nil), s.Status.Conditions...)
+	for _, cond := range a.Conditions {
+		meta.SetStatusCondition(&conditions, cond)
+	}
+	status := applyv1alpha1.SessionStatus().WithObservedGeneration(s.Generation)
+	if a.BackendURL != "" {
+		status.WithBackendURL(a.BackendURL)
+	}
+	for _, cond := range conditions {
+		status.WithConditions(metav1ac.Condition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
+			WithMessage(cond.Message).WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime))
+	}
+	_, err := c.client.ClustergateV1alpha1().Sessions(s.Namespace).ApplyStatus(ctx,
+		applyv1alpha1.Session(s.Name, s.Namespace).WithStatus(status), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
+}
+
+func removeString(list []string, s string) []string {
+	out := list[:0:0]
+	for _, e := range list {
+		if e != s {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

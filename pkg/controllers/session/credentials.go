@@ -1,0 +1,104 @@
+package session
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+)
+
+// NewPrivateKey returns a new private key in PEM. It never leaves the
+// server: only its CSR goes to the target.
+func NewPrivateKey() ([]byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+}
+
+// CertificateRequest returns the PEM CSR of a session's client certificate:
+// CN clustergate:session:<owner>, O <access group>.
+func CertificateRequest(keyPEM []byte, s *v1alpha1.Session) ([]byte, error) {
+	key, err := parsePrivateKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: CommonName(s), Organization: []string{s.Spec.AccessLevel.Group}},
+	}, key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+}
+
+// ClientKubeconfig builds the kubeconfig the server uses for a session on a
+// cluster target: the target's server and CA with the session's certificate.
+func ClientKubeconfig(server string, caPEM, certPEM, keyPEM []byte) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["target"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["session"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["session"] = &clientcmdapi.Context{Cluster: "target", AuthInfo: "session"}
+	cfg.CurrentContext = "session"
+	return clientcmd.Write(*cfg)
+}
+
+// TargetCluster returns the server and CA of a kubeconfig's current
+// context, refusing one that skips TLS verification.
+func TargetCluster(kubeconfig []byte) (server string, caPEM []byte, err error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return "", nil, fmt.Errorf("parsing the kubeconfig: %w", err)
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return "", nil, errors.New("the kubeconfig has no current context")
+	}
+	cluster, ok := cfg.Clusters[ctx.Cluster]
+	if !ok {
+		return "", nil, fmt.Errorf("the kubeconfig has no cluster %q", ctx.Cluster)
+	}
+	if cluster.InsecureSkipTLSVerify {
+		return "", nil, errors.New("the kubeconfig skips TLS verification of the target")
+	}
+	if len(cluster.CertificateAuthorityData) == 0 {
+		return "", nil, errors.New("the kubeconfig carries no CA for the target")
+	}
+	return cluster.Server, cluster.CertificateAuthorityData, nil
+}
+
+func kubeconfigServer(kubeconfig []byte) (string, error) {
+	server, _, err := TargetCluster(kubeconfig)
+	return server, err
+}
+
+func parseCertificate(certPEM []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("the issued certificate is not PEM")
+	}
+	return x509.ParseCertificate(block.Bytes)
+}
+
+func parsePrivateKey(keyPEM []byte) (crypto.Signer, error) {
+	block, _ := pem.Decode(keyPEM)
+	if block == nil {
+		return nil, errors.New("the session's private key is not PEM")
+	}
+	return x509.ParseECPrivateKey(block.Bytes)
+}
