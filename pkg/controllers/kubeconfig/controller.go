@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
@@ -224,10 +224,10 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		return err
 	case RemoveFinalizer:
 		patched := obj.DeepCopy()
-		patched.Finalizers = removeString(patched.Finalizers, Finalizer)
+		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == Finalizer })
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		secondsUntilExpiry.DeleteLabelValues(obj.Namespace, obj.Name)
-		return ignoreNotFound(err)
+		return controllerutil.IgnoreNotFound(err)
 	case RemoveForceAnnotation:
 		patched := obj.DeepCopy()
 		delete(patched.Annotations, AnnotationForceRotation)
@@ -239,7 +239,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		if err == nil {
 			c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "SecretDeleted", "Delete", "Deleted Secret %s", a.SecretName)
 		}
-		return ignoreNotFound(err)
+		return controllerutil.IgnoreNotFound(err)
 	case SyncSecretMetadata:
 		s := o.Secret.DeepCopy()
 		maps.Copy(s.Labels, SecretLabels(obj))
@@ -317,46 +317,23 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 	return nil
 }
 
-// applyStatus writes the status with server-side apply; the condition keeps
-// its transition time while its status stays the same.
+// applyStatus writes the status with server-side apply.
 func (c *Controller) applyStatus(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig, s *Status) error {
 	conditionStatus := metav1.ConditionFalse
 	if s.State == v1alpha1.KubeconfigStateReady {
 		conditionStatus = metav1.ConditionTrue
 	}
-	conditions := append([]metav1.Condition(nil), obj.Status.Conditions...)
-	meta.SetStatusCondition(&conditions, metav1.Condition{Type: ConditionReady, Status: conditionStatus,
-		Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})
-	status := applyv1alpha1.GardenerClusterKubeconfigStatus().WithState(s.State).WithObservedGeneration(s.ObservedGeneration)
+	status := applyv1alpha1.GardenerClusterKubeconfigStatus().WithState(s.State).WithObservedGeneration(s.ObservedGeneration).
+		WithConditions(controllerutil.ApplyConditions(obj.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: conditionStatus,
+			Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})...)
 	if s.LastSyncTime != nil {
 		status.WithLastSyncTime(*s.LastSyncTime)
 	}
 	if s.ExpirationTime != nil {
 		status.WithExpirationTime(*s.ExpirationTime)
 	}
-	for _, cond := range conditions {
-		status.WithConditions(metav1ac.Condition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
-			WithMessage(cond.Message).WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime))
-	}
 	_, err := c.client.ClustergateV1alpha1().GardenerClusterKubeconfigs(obj.Namespace).ApplyStatus(ctx,
 		applyv1alpha1.GardenerClusterKubeconfig(obj.Name, obj.Namespace).WithStatus(status),
 		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	return err
-}
-
-func removeString(list []string, s string) []string {
-	out := list[:0:0]
-	for _, e := range list {
-		if e != s {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,14 +14,12 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -32,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
@@ -339,7 +339,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		if err == nil {
 			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Expired", "Delete", "Session expired at %s", s.Status.ExpiresAt.UTC().Format(time.RFC3339))
 		}
-		return ignoreNotFound(err)
+		return controllerutil.IgnoreNotFound(err)
 	case AddFinalizer:
 		updated := s.DeepCopy()
 		updated.Finalizers = append(updated.Finalizers, Finalizer)
@@ -347,9 +347,9 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		return err
 	case RemoveFinalizer:
 		updated := s.DeepCopy()
-		updated.Finalizers = removeString(updated.Finalizers, Finalizer)
+		updated.Finalizers = slices.DeleteFunc(slices.Clone(updated.Finalizers), func(f string) bool { return f == Finalizer })
 		_, err := sessions.Update(ctx, updated, update)
-		return ignoreNotFound(err)
+		return controllerutil.IgnoreNotFound(err)
 	case MintShootCredentials:
 		return c.mintShootCredentials(ctx, o)
 	case CreatePrivateKey:
@@ -390,11 +390,11 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 	case UpdateStatus:
 		return c.applyStatus(ctx, s, a)
 	case DeleteCredentials:
-		return ignoreNotFound(secrets.Delete(ctx, o.Credentials.Name, metav1.DeleteOptions{}))
+		return controllerutil.IgnoreNotFound(secrets.Delete(ctx, o.Credentials.Name, metav1.DeleteOptions{}))
 	case DeleteCSR:
-		return ignoreNotFound(t.kube.CertificatesV1().CertificateSigningRequests().Delete(ctx, o.CSR.Name, metav1.DeleteOptions{}))
+		return controllerutil.IgnoreNotFound(t.kube.CertificatesV1().CertificateSigningRequests().Delete(ctx, o.CSR.Name, metav1.DeleteOptions{}))
 	case DeletePolicy:
-		return ignoreNotFound(c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Delete(ctx, PolicyName(s), metav1.DeleteOptions{}))
+		return controllerutil.IgnoreNotFound(c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Delete(ctx, PolicyName(s), metav1.DeleteOptions{}))
 	}
 	return fmt.Errorf("unknown action %q", a.Type)
 }
@@ -480,39 +480,14 @@ func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error
 	return err
 }
 
-// applyStatus writes conditions and backend URL with server-side apply;
-// a condition keeps its transition time while its status stays the same.
+// applyStatus writes conditions and backend URL with server-side apply.
 func (c *Controller) applyStatus(ctx context.Context, s *v1alpha1.Session, a Action) error {
-	conditions := append([]metav1.Condition(nil), s.Status.Conditions...)
-	for _, cond := range a.Conditions {
-		meta.SetStatusCondition(&conditions, cond)
-	}
-	status := applyv1alpha1.SessionStatus().WithObservedGeneration(s.Generation)
+	status := applyv1alpha1.SessionStatus().WithObservedGeneration(s.Generation).
+		WithConditions(controllerutil.ApplyConditions(s.Status.Conditions, a.Conditions...)...)
 	if a.BackendURL != "" {
 		status.WithBackendURL(a.BackendURL)
 	}
-	for _, cond := range conditions {
-		status.WithConditions(metav1ac.Condition().WithType(cond.Type).WithStatus(cond.Status).WithReason(cond.Reason).
-			WithMessage(cond.Message).WithObservedGeneration(cond.ObservedGeneration).WithLastTransitionTime(cond.LastTransitionTime))
-	}
 	_, err := c.client.ClustergateV1alpha1().Sessions(s.Namespace).ApplyStatus(ctx,
 		applyv1alpha1.Session(s.Name, s.Namespace).WithStatus(status), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	return err
-}
-
-func removeString(list []string, s string) []string {
-	out := list[:0:0]
-	for _, e := range list {
-		if e != s {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func ignoreNotFound(err error) error {
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
 	return err
 }

@@ -1,0 +1,35 @@
+// Package controllerutil holds what clustergate's controllers share when
+// they write: conditions for server-side apply, and NotFound as success.
+package controllerutil
+
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
+// ApplyConditions merges updates into existing conditions and returns the
+// result as apply configurations. A condition keeps its transition time
+// while its status stays the same.
+func ApplyConditions(existing []metav1.Condition, updates ...metav1.Condition) []*metav1ac.ConditionApplyConfiguration {
+	merged := append([]metav1.Condition(nil), existing...)
+	for _, u := range updates {
+		meta.SetStatusCondition(&merged, u)
+	}
+	out := make([]*metav1ac.ConditionApplyConfiguration, 0, len(merged))
+	for _, c := range merged {
+		out = append(out, metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).
+			WithMessage(c.Message).WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
+	}
+	return out
+}
+
+// IgnoreNotFound returns nil for a NotFound error: deleting what is gone,
+// or releasing what was released, has succeeded.
+func IgnoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,288 @@
+package session
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+)
+
+var (
+	created = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	cfg     = Config{CSRPoll: 2 * time.Second, RetryAfter: 30 * time.Second}
+)
+
+const shootKubeconfig = `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: Zm9v}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+
+func session(mutate ...func(*v1alpha1.Session)) *v1alpha1.Session {
+	expires := metav1.NewTime(created.Add(time.Hour))
+	s := &v1alpha1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: "fix-etcd", Namespace: "sre", UID: "uid-1", Generation: 1,
+			CreationTimestamp: metav1.NewTime(created), Finalizers: []string{Finalizer}},
+		Spec: v1alpha1.SessionSpec{
+			TTL:         metav1.Duration{Duration: time.Hour},
+			Owner:       v1alpha1.SessionOwner{Username: "alice"},
+			AccessLevel: v1alpha1.AccessLevel{Group: "viewer"},
+			Target:      v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: "local"}},
+		},
+		Status: v1alpha1.SessionStatus{ExpiresAt: &expires},
+	}
+	for _, m := range mutate {
+		m(s)
+	}
+	return s
+}
+
+func clusterTarget(s *v1alpha1.Session) {
+	s.Spec.Target = v1alpha1.SessionTarget{Cluster: &v1alpha1.ClusterTarget{
+		KubeconfigSecretRef: v1alpha1.LocalSecretReference{Name: "mc-1"}, SignerName: "kubernetes.io/kube-apiserver-client"}}
+}
+
+func credentials(data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "session-uid-1", Namespace: "clustergate-system"}, Data: data}
+}
+
+func csr(certificate []byte, conditions ...certificatesv1.RequestConditionType) *certificatesv1.CertificateSigningRequest {
+	c := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "clustergate-session-uid-1"},
+		Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: "kubernetes.io/kube-apiserver-client"},
+		Status:     certificatesv1.CertificateSigningRequestStatus{Certificate: certificate},
+	}
+	for _, t := range conditions {
+		c.Status.Conditions = append(c.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{Type: t, Status: corev1.ConditionTrue})
+	}
+	return c
+}
+
+// issue signs a certificate for key with the given subject, as a signer would.
+func issue(t *testing.T, keyPEM []byte, cn string, orgs []string, notAfter time.Time) []byte {
+	t.Helper()
+	key, err := parsePrivateKey(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore: created.Add(-time.Minute), NotAfter: notAfter, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "ca"}}, key.Public(), ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func conditions(credentials, policy, ready metav1.Condition) []metav1.Condition {
+	out := []metav1.Condition{credentials, policy, ready}
+	for i := range out {
+		out[i].ObservedGeneration = 1
+	}
+	return out
+}
+
+var (
+	credsMinted   = metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionTrue, Reason: ReasonMinted, Message: "credentials minted and kept by the server"}
+	policyApplied = metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionTrue, Reason: ReasonPolicyApplied, Message: "only the owner may use the session's direct path"}
+	policyAbsent  = metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionFalse, Reason: ReasonIstioNotInstalled,
+		Message: "Istio's AuthorizationPolicy API is not served; the session works through the aggregated proxy only"}
+	sessionReady = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "SessionReady", Message: "the session's proxy may be used by its owner until it expires"}
+)
+
+func notReady(c metav1.Condition) metav1.Condition {
+	return metav1.Condition{Type: ConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
+}
+
+func TestNextAction(t *testing.T) {
+	clock := clocktesting.NewFakeClock(created.Add(time.Minute))
+	untilExpiry := 59 * time.Minute
+	key, err := NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created.Add(2*time.Hour))
+	wrongGroup := issue(t, key, "clustergate:session:alice", []string{"admin"}, created.Add(2*time.Hour))
+	expired := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created)
+	minted := credentials(map[string][]byte{KeyKubeconfig: []byte(shootKubeconfig)})
+	policy := PolicyState{Exists: true, Owned: true, UpToDate: true}
+	csrPending := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRPending,
+		Message: "waiting for signer kubernetes.io/kube-apiserver-client to issue the certificate"}
+	targetGone := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"}
+
+	tests := []struct {
+		name   string
+		obs    Observed
+		expect Action
+	}{
+		{name: "new session gets the finalizer",
+			obs:    Observed{Session: session(func(s *v1alpha1.Session) { s.Finalizers = nil })},
+			expect: Action{Type: AddFinalizer}},
+		{name: "shoot target: mint from Gardener",
+			obs:    Observed{Session: session()},
+			expect: Action{Type: MintShootCredentials}},
+		{name: "shoot target with a group Gardener does not issue",
+			obs: Observed{Session: session(func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "breakglass" })},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: conditions(
+				metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonAccessLevelInvalid,
+					Message: `Gardener issues admin and viewer kubeconfigs only, not "breakglass"`},
+				policyApplied,
+				metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonAccessLevelInvalid,
+					Message: `Gardener issues admin and viewer kubeconfigs only, not "breakglass"`})}},
+		{name: "credentials minted, no policy yet",
+			obs:    Observed{Session: session(), Credentials: minted},
+			expect: Action{Type: ApplyPolicy}},
+		{name: "credentials minted, policy drifted",
+			obs:    Observed{Session: session(), Credentials: minted, Policy: PolicyState{Exists: true, Owned: true}},
+			expect: Action{Type: ApplyPolicy}},
+		{name: "all there: status Ready, requeue at expiry",
+			obs: Observed{Session: session(), Credentials: minted, Policy: policy},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: untilExpiry,
+				Conditions: conditions(credsMinted, policyApplied, sessionReady)}},
+		{name: "Ready and recorded: nothing until expiry",
+			obs: Observed{Session: session(func(s *v1alpha1.Session) {
+				s.Status.BackendURL, s.Status.ObservedGeneration = "https://127.0.0.1:6443", 1
+				s.Status.Conditions = conditions(credsMinted, policyApplied, sessionReady)
+			}), Credentials: minted, Policy: policy},
+			expect: Action{Type: None, RequeueAfter: untilExpiry}},
+		{name: "Istio not installed: says so, still Ready",
+			obs: Observed{Session: session(), Credentials: minted, Policy: PolicyState{APIAbsent: true}},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: untilExpiry,
+				Conditions: conditions(credsMinted, policyAbsent, sessionReady)}},
+		{name: "someone else's policy of that name: not adopted",
+			obs: Observed{Session: session(), Credentials: minted, Policy: PolicyState{Exists: true}},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: untilExpiry,
+				Conditions: conditions(credsMinted, metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionFalse,
+					Reason: ReasonPolicyConflict, Message: "an AuthorizationPolicy of the session's name exists and is not the server's; it is left untouched"},
+					sessionReady)}},
+		{name: "expired: delete the session",
+			obs:    Observed{Session: session(), Credentials: minted, Policy: policy, Now: created.Add(time.Hour)},
+			expect: Action{Type: DeleteSession}},
+		{name: "cluster target: key first",
+			obs:    Observed{Session: session(clusterTarget)},
+			expect: Action{Type: CreatePrivateKey}},
+		{name: "cluster target: then the CSR",
+			obs:    Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key})},
+			expect: Action{Type: CreateCSR}},
+		{name: "cluster target: approve the CSR",
+			obs:    Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}), CSR: csr(nil)},
+			expect: Action{Type: ApproveCSR}},
+		{name: "cluster target: approved, not issued yet",
+			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+				CSR: csr(nil, certificatesv1.CertificateApproved), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 2 * time.Second, Conditions: conditions(csrPending, policyApplied, notReady(csrPending))}},
+		{name: "cluster target: denied",
+			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+				CSR: csr(nil, certificatesv1.CertificateDenied), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRDenied, Message: "the target denied the session's certificate signing request"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "cluster target: issued and valid: store it",
+			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+				CSR: csr(good, certificatesv1.CertificateApproved)},
+			expect: Action{Type: WriteCertificate}},
+		{name: "cluster target: issued for the wrong group",
+			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+				CSR: csr(wrongGroup, certificatesv1.CertificateApproved), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCertificateInvalid,
+					Message: "the issued certificate is for CN=clustergate:session:alice O=[admin], not CN=clustergate:session:alice O=[viewer]"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "cluster target: issued but already expired",
+			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+				CSR: csr(expired, certificatesv1.CertificateApproved), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCertificateInvalid,
+					Message: "the issued certificate is valid from 2026-11-30 09:59:00 +0000 UTC to 2026-11-30 10:00:00 +0000 UTC, not now"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "cluster target gone",
+			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: ReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"},
+				Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: conditions(targetGone, policyApplied, notReady(targetGone))}},
+		{name: "deleted: credentials first",
+			obs:    Observed{Session: session(deleted), Credentials: minted, CSR: csr(good), Policy: policy},
+			expect: Action{Type: DeleteCredentials}},
+		{name: "deleted: then the CSR",
+			obs:    Observed{Session: session(deleted), CSR: csr(good), Policy: policy},
+			expect: Action{Type: DeleteCSR}},
+		{name: "deleted: then the policy",
+			obs:    Observed{Session: session(deleted), Policy: policy},
+			expect: Action{Type: DeletePolicy}},
+		{name: "deleted: someone else's policy stays",
+			obs:    Observed{Session: session(deleted), Policy: PolicyState{Exists: true}},
+			expect: Action{Type: RemoveFinalizer}},
+		{name: "deleted and released",
+			obs:    Observed{Session: session(deleted, func(s *v1alpha1.Session) { s.Finalizers = nil })},
+			expect: Action{Type: None}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.obs.Now.IsZero() {
+				tt.obs.Now = clock.Now()
+			}
+			if diff := cmp.Diff(tt.expect, NextAction(tt.obs, cfg)); diff != "" {
+				t.Errorf("action (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func deleted(s *v1alpha1.Session) {
+	now := metav1.NewTime(created.Add(time.Hour))
+	s.DeletionTimestamp = &now
+}
+
+func TestCertificateRequestCarriesOwnerAndGroup(t *testing.T) {
+	key, err := NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := CertificateRequest(key, session())
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(der)
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.Subject.CommonName != "clustergate:session:alice" || len(req.Subject.Organization) != 1 || req.Subject.Organization[0] != "viewer" {
+		t.Errorf("subject = %v", req.Subject)
+	}
+}
+
+func TestTargetClusterRefusesInsecureKubeconfigs(t *testing.T) {
+	insecure := `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://10.0.0.1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`
+	if _, _, err := TargetCluster([]byte(insecure)); err == nil {
+		t.Error("a kubeconfig that skips TLS verification was accepted")
+	}
+	if server, ca, err := TargetCluster([]byte(shootKubeconfig)); err != nil || server != "https://127.0.0.1:6443" || string(ca) != "foo" {
+		t.Errorf("TargetCluster = %q, %q, %v", server, ca, err)
+	}
+}
