@@ -385,9 +385,10 @@ func (cp *ControlPlane) startControllerManagers(context.Context) error {
 		return err
 	}
 	// In the shoot: the CSR signer, signing with the shoot's client CA, so
-	// that certificates minted for Sessions authenticate at the shoot.
+	// that certificates minted for Sessions authenticate at the shoot; and
+	// aggregated ClusterRoles, so that "view" and "edit" hold their rules.
 	return controllerManager("shoot-controller-manager", cp.ShootKubeconfig, cp.ports.signer,
-		"certificatesigningrequest-signing-controller",
+		"certificatesigningrequest-signing-controller,clusterrole-aggregation-controller",
 		"--cluster-signing-cert-file="+filepath.Join(cp.pki, "shoot-client-ca.crt"),
 		"--cluster-signing-key-file="+filepath.Join(cp.pki, "shoot-client-ca.key"))
 }
