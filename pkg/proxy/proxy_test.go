@@ -1,0 +1,333 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var start = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func TestRegistry(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits Limits
+		run    func(t *testing.T, r *Registry, clk *clocktesting.FakeClock)
+	}{
+		{name: "end cancels every connection with its reason", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+			a, releaseA, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			defer releaseA()
+			b, releaseB, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			defer releaseB()
+			other, releaseOther, err := r.Open(context.Background(), "s2", "alice", start.Add(time.Hour))
+			must(t, err)
+			defer releaseOther()
+			r.End("s1", ErrDeleted)
+			for _, ctx := range []context.Context{a, b} {
+				if !errors.Is(context.Cause(ctx), ErrDeleted) {
+					t.Errorf("cause = %v, want ErrDeleted", context.Cause(ctx))
+				}
+			}
+			if other.Err() != nil {
+				t.Errorf("another session's connection ended")
+			}
+			if _, _, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour)); !errors.Is(err, ErrDeleted) {
+				t.Errorf("open after end: %v, want ErrDeleted", err)
+			}
+		}},
+		{name: "the timer at expiresAt ends connections", run: func(t *testing.T, r *Registry, clk *clocktesting.FakeClock) {
+			ctx, release, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Minute))
+			must(t, err)
+			defer release()
+			clk.Step(59 * time.Second)
+			if ctx.Err() != nil {
+				t.Fatal("ended before expiry")
+			}
+			clk.Step(time.Second)
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("not ended at expiry")
+			}
+			if !errors.Is(context.Cause(ctx), ErrExpired) {
+				t.Errorf("cause = %v, want ErrExpired", context.Cause(ctx))
+			}
+		}},
+		{name: "expired sessions are refused", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+			if _, _, err := r.Open(context.Background(), "s1", "alice", start); !errors.Is(err, ErrExpired) {
+				t.Errorf("got %v, want ErrExpired", err)
+			}
+		}},
+		{name: "per-session limit", limits: Limits{PerSession: 2}, run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+			_, r1, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			_, r2, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			defer r2()
+			if _, _, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour)); !errors.Is(err, ErrTooManyForSession) {
+				t.Errorf("third: %v, want ErrTooManyForSession", err)
+			}
+			r1()
+			_, r3, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			r3()
+			if n := r.OpenConnections("s1"); n != 1 {
+				t.Errorf("open connections = %d, want 1", n)
+			}
+		}},
+		{name: "per-owner limit spans sessions", limits: Limits{PerOwner: 1}, run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+			_, release, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			defer release()
+			if _, _, err := r.Open(context.Background(), "s2", "alice", start.Add(time.Hour)); !errors.Is(err, ErrTooManyForOwner) {
+				t.Errorf("got %v, want ErrTooManyForOwner", err)
+			}
+			_, other, err := r.Open(context.Background(), "s3", "bob", start.Add(time.Hour))
+			must(t, err)
+			other()
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(start)
+			tt.run(t, NewRegistry(clk, tt.limits), clk)
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// responder records the error a handler reports.
+type responder struct{ err error }
+
+func (r *responder) Object(int, runtime.Object) {}
+func (r *responder) Error(err error)            { r.err = err }
+
+// backend is a TLS server standing in for a target kube-apiserver.
+func backend(t *testing.T, h http.HandlerFunc) (*url.URL, *http.Transport) {
+	t.Helper()
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	u, _ := url.Parse(srv.URL + "/prefix")
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	return u, tr
+}
+
+func target(u *url.URL, tr *http.Transport) Target {
+	return Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice", ExpiresAt: start.Add(time.Hour), Backend: u, Transport: tr}
+}
+
+func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
+	var got *http.Request
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) { got = r; _, _ = io.WriteString(w, "ok") })
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	h := r.Handler(tgt, "/api/v1/namespaces", &responder{})
+
+	req := httptest.NewRequest(http.MethodGet, "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/proxy/api/v1/namespaces?limit=5", nil)
+	for k, v := range map[string]string{
+		"Authorization": "Bearer stolen", "Impersonate-User": "root", "Impersonate-Group": "system:masters",
+		"X-Remote-User": "alice", "X-Remote-Group": "sre", "Accept": "application/json",
+	} {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || rec.Body.String() != "ok" {
+		t.Fatalf("response %d %q", rec.Code, rec.Body.String())
+	}
+	if got.URL.Path != "/prefix/api/v1/namespaces" || got.URL.RawQuery != "limit=5" {
+		t.Errorf("backend saw %s?%s", got.URL.Path, got.URL.RawQuery)
+	}
+	for name := range got.Header {
+		for _, p := range strippedHeaderPrefixes {
+			if strings.HasPrefix(name, p) {
+				t.Errorf("header %s reached the target", name)
+			}
+		}
+	}
+	if got.Header.Get("Accept") != "application/json" {
+		t.Errorf("ordinary headers must pass: Accept = %q", got.Header.Get("Accept"))
+	}
+	if r.OpenConnections("s1") != 0 {
+		t.Errorf("connection not released")
+	}
+}
+
+func TestHandlerRejectsRedirects(t *testing.T) {
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://evil.example.com/", http.StatusFound)
+	})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	rec := httptest.NewRecorder()
+	NewRegistry(clock.RealClock{}, Limits{}).Handler(tgt, "/api", &responder{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
+	if rec.Code == http.StatusFound || rec.Header().Get("Location") != "" {
+		t.Errorf("a redirect from the target reached the client: %d %v", rec.Code, rec.Header())
+	}
+}
+
+func TestHandlerRefusals(t *testing.T) {
+	u, tr := backend(t, func(http.ResponseWriter, *http.Request) {})
+	tests := []struct {
+		name  string
+		setup func(r *Registry)
+		check func(error) bool
+	}{
+		{name: "deleted", setup: func(r *Registry) { r.End("s1", ErrDeleted) }, check: apierrors.IsNotFound},
+		{name: "expired", setup: func(r *Registry) { r.End("s1", ErrExpired) }, check: func(err error) bool { return apierrors.ReasonForError(err) == "Gone" }},
+		{name: "not ready", setup: func(r *Registry) { r.End("s1", ErrNotReady) }, check: apierrors.IsServiceUnavailable},
+		{name: "over the limit", setup: func(r *Registry) { _, _, _ = r.Open(context.Background(), "other", "alice", time.Now().Add(time.Hour)) },
+			check: apierrors.IsTooManyRequests},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := NewRegistry(clock.RealClock{}, Limits{PerOwner: 1})
+			tt.setup(r)
+			resp := &responder{}
+			tgt := target(u, tr)
+			tgt.ExpiresAt = time.Now().Add(time.Hour)
+			r.Handler(tgt, "/api", resp).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil))
+			if !tt.check(resp.err) {
+				t.Errorf("error %v", resp.err)
+			}
+		})
+	}
+}
+
+// serveThroughProxy runs the handler behind a real HTTP server, as the
+// aggregated server does, and returns its URL.
+func serveThroughProxy(t *testing.T, r *Registry, tgt Target) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {
+	backendDone := make(chan struct{})
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		defer close(backendDone)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}}`+"\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	base := serveThroughProxy(t, r, tgt)
+
+	resp, err := http.Get(base + "/proxy/api/v1/configmaps?watch=true")
+	must(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"ADDED"`) {
+		t.Fatalf("first event: %q", lines.Text())
+	}
+	ended := time.Now()
+	r.End("s1", ErrExpired)
+	if !lines.Scan() {
+		t.Fatalf("no final event: %v", lines.Err())
+	}
+	var final struct {
+		Type   string
+		Object struct{ Reason, Message string }
+	}
+	must(t, json.Unmarshal(lines.Bytes(), &final))
+	if final.Type != "ERROR" || final.Object.Reason != "Gone" || !strings.Contains(final.Object.Message, "the session expired") {
+		t.Errorf("final event %s", lines.Text())
+	}
+	if lines.Scan() {
+		t.Errorf("stream went on after the final event: %q", lines.Text())
+	}
+	select {
+	case <-backendDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not canceled")
+	}
+	if took := time.Since(ended); took > time.Second {
+		t.Errorf("the stream ended %s after the session, want under 1s", took)
+	}
+}
+
+func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {
+	upstreamClosed := make(chan struct{})
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "test-stream" {
+			http.Error(w, "want an upgrade", http.StatusBadRequest)
+			return
+		}
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer close(upstreamClosed)
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
+		_ = rw.Flush()
+		_, _ = io.Copy(conn, conn) // echo until the proxy closes
+	})
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	base, _ := url.Parse(serveThroughProxy(t, r, tgt))
+
+	raw, err := net.Dial("tcp", base.Host)
+	must(t, err)
+	defer raw.Close()
+	fmt.Fprintf(raw, "GET /proxy/stream HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n", base.Host)
+	br := bufio.NewReader(raw)
+	status, err := br.ReadString('\n')
+	if err != nil || !strings.Contains(status, "101") {
+		t.Fatalf("upgrade answer %q %v", status, err)
+	}
+	for line, _ := br.ReadString('\n'); line != "\r\n" && line != ""; line, _ = br.ReadString('\n') {
+	}
+	fmt.Fprint(raw, "ping\n")
+	if echo, err := br.ReadString('\n'); err != nil || echo != "ping\n" {
+		t.Fatalf("echo %q %v", echo, err)
+	}
+
+	ended := time.Now()
+	r.End("s1", ErrDeleted)
+	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadString('\n'); err == nil {
+		t.Fatal("the stream is still open after the session ended")
+	}
+	if took := time.Since(ended); took > time.Second {
+		t.Errorf("closed %s after the session ended, want under 1s", took)
+	}
+	select {
+	case <-upstreamClosed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream side of the stream stayed open")
+	}
+}

@@ -1,0 +1,145 @@
+// Package proxy streams a session owner's requests to the session's target
+// and ends them when the session ends. Every server replica keeps its own
+// Registry of open connections with a timer at each session's expiry, so no
+// connection outlives its session by waiting for a leader.
+package proxy
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Why connections of a session end.
+var (
+	ErrExpired  = errors.New("the session expired")
+	ErrDeleted  = errors.New("the session was deleted")
+	ErrNotReady = errors.New("the session is no longer ready")
+	// ErrTooManyForSession and ErrTooManyForOwner refuse a connection past
+	// the concurrency limits.
+	ErrTooManyForSession = errors.New("too many concurrent requests through this session")
+	ErrTooManyForOwner   = errors.New("too many concurrent requests through this user's sessions")
+)
+
+// tombstoneTTL is how long an ended session is remembered, so that a
+// request racing its end is refused instead of starting a new entry.
+const tombstoneTTL = 10 * time.Minute
+
+// Limits cap concurrent connections; zero means no cap.
+type Limits struct {
+	PerSession int
+	PerOwner   int
+}
+
+// Registry tracks the open connections of every session on this replica.
+type Registry struct {
+	clock  clock.WithDelayedExecution
+	limits Limits
+
+	mu       sync.Mutex
+	sessions map[types.UID]*tracked
+	owners   map[string]int
+	nextID   uint64
+}
+
+type tracked struct {
+	owner   string
+	conns   map[uint64]context.CancelCauseFunc
+	timer   clock.Timer
+	ended   error
+	endedAt time.Time
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(clk clock.WithDelayedExecution, limits Limits) *Registry {
+	return &Registry{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{}}
+}
+
+// Open registers a connection of a session. The returned context is
+// canceled, with the reason as its cause, when the session expires or is
+// ended; release must be called when the connection is over.
+func (r *Registry) Open(parent context.Context, uid types.UID, owner string, expiresAt time.Time) (context.Context, func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.sessions[uid]
+	if t != nil && t.ended != nil {
+		return nil, nil, t.ended
+	}
+	if !r.clock.Now().Before(expiresAt) {
+		return nil, nil, ErrExpired
+	}
+	if t != nil && r.limits.PerSession > 0 && len(t.conns) >= r.limits.PerSession {
+		return nil, nil, ErrTooManyForSession
+	}
+	if r.limits.PerOwner > 0 && r.owners[owner] >= r.limits.PerOwner {
+		return nil, nil, ErrTooManyForOwner
+	}
+	if t == nil {
+		t = &tracked{owner: owner, conns: map[uint64]context.CancelCauseFunc{}}
+		// The callback may run inside a fake clock's Step, which holds the
+		// clock: end the session from its own goroutine.
+		t.timer = r.clock.AfterFunc(expiresAt.Sub(r.clock.Now()), func() { go r.End(uid, ErrExpired) })
+		r.sessions[uid] = t
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	r.nextID++
+	id := r.nextID
+	t.conns[id] = cancel
+	r.owners[owner]++
+	release := sync.OnceFunc(func() {
+		cancel(nil)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(t.conns, id)
+		if r.owners[owner]--; r.owners[owner] <= 0 {
+			delete(r.owners, owner)
+		}
+		if len(t.conns) == 0 && t.ended == nil {
+			t.timer.Stop()
+			delete(r.sessions, uid)
+		}
+	})
+	return ctx, release, nil
+}
+
+// End ends every connection of a session with the given reason and refuses
+// new ones.
+func (r *Registry) End(uid types.UID, reason error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	for id, t := range r.sessions {
+		if t.ended != nil && now.Sub(t.endedAt) > tombstoneTTL {
+			delete(r.sessions, id)
+		}
+	}
+	t := r.sessions[uid]
+	if t == nil {
+		t = &tracked{conns: map[uint64]context.CancelCauseFunc{}}
+		r.sessions[uid] = t
+	}
+	if t.ended != nil {
+		return
+	}
+	t.ended, t.endedAt = reason, now
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	for _, cancel := range t.conns {
+		cancel(reason)
+	}
+}
+
+// OpenConnections returns the number of open connections of a session.
+func (r *Registry) OpenConnections(uid types.UID) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.sessions[uid]; t != nil {
+		return len(t.conns)
+	}
+	return 0
+}
