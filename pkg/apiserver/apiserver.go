@@ -23,6 +23,9 @@ var (
 	Scheme = runtime.NewScheme()
 	// Codecs encodes and decodes the types of Scheme.
 	Codecs = serializer.NewCodecFactory(Scheme)
+	// ParameterCodec decodes query parameters, such as the options of
+	// sessions/proxy, into the types of Scheme.
+	ParameterCodec = runtime.NewParameterCodec(Scheme)
 )
 
 func init() {
@@ -43,6 +46,8 @@ func init() {
 type ExtraConfig struct {
 	// SessionPolicy bounds the Sessions users may create.
 	SessionPolicy validation.SessionPolicy
+	// Proxy configures sessions/proxy and sessions/kubeconfig.
+	Proxy sessionstorage.ProxyConfig
 }
 
 // Config is the whole configuration of the server.
@@ -89,7 +94,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	optsGetter := c.GenericConfig.RESTOptionsGetter
-	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, c.ExtraConfig.SessionPolicy)
+	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, c.ExtraConfig.SessionPolicy, c.ExtraConfig.Proxy)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +103,12 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(clustergate.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(clustergate.GroupName, Scheme, ParameterCodec, Codecs)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"sessions":                          sessions.Session,
 		"sessions/status":                   sessions.Status,
+		"sessions/proxy":                    sessions.Proxy,
+		"sessions/kubeconfig":               sessions.Kubeconfig,
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
 	}

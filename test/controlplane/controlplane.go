@@ -484,6 +484,9 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		"--gardener-kubeconfig=" + kubeconfig,
 		"--gardener-project=" + Project,
 		"--namespace=clustergate-system",
+		// Session kubeconfigs point at the garden kube-apiserver.
+		"--external-url=" + cp.GardenURL,
+		"--external-ca-file=" + cp.gardenCA.CertFile,
 		// Short sessions for demos and tests.
 		"--session-min-ttl=10s",
 	}, cp.opts.ClustergateArgs...)...); err != nil {

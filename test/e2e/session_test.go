@@ -18,6 +18,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/test/controlplane"
 )
@@ -60,7 +61,7 @@ func credentialsKubeconfig(t *testing.T, s *v1alpha1.Session) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "credentials")
-	if err := os.WriteFile(path, secret.Data[session.KeyKubeconfig], 0o600); err != nil {
+	if err := os.WriteFile(path, secret.Data[credentials.KeyKubeconfig], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -5,12 +5,14 @@ package app
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +24,10 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 	netutils "k8s.io/utils/net"
 
 	"github.com/clustergate/clustergate/pkg/admission/sessionowner"
@@ -31,9 +36,12 @@ import (
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
+	"github.com/clustergate/clustergate/pkg/proxy"
+	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 )
 
 // etcdPathPrefix is where the server keeps its objects in etcd.
@@ -62,6 +70,18 @@ type Options struct {
 	Session session.Options
 	// istioSelector is the flag form of Session.Policy.Selector.
 	istioSelector string
+	// ProxyLimits cap concurrent proxied requests.
+	ProxyLimits proxy.Limits
+	// ExternalURL, ExternalCAFile and the exec plugin shape session kubeconfigs.
+	ExternalURL, ExternalCAFile string
+	ExecCommand                 string
+	ExecArgs                    []string
+
+	// proxyRegistry tracks this replica's proxied connections;
+	// credentialInformers cache session credentials (not standalone).
+	proxyRegistry       *proxy.Registry
+	credentialInformers informers.SharedInformerFactory
+	credentialSource    *credentials.Source
 	// LeaderElect runs the writing controllers on one elected replica.
 	LeaderElect bool
 	// LeaderElectionNamespace holds the controllers' Lease in the core cluster.
@@ -97,6 +117,7 @@ func NewOptions() *Options {
 			Workers:   10,
 		},
 		istioSelector:           "app.kubernetes.io/name=clustergate",
+		ProxyLimits:             proxy.Limits{PerSession: 100, PerOwner: 250},
 		LeaderElect:             true,
 		LeaderElectionNamespace: serverNamespace(),
 	}
@@ -151,6 +172,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Session.Policy.PrincipalFormat, "istio-principal-format", o.Session.Policy.PrincipalFormat,
 		"Istio request principal of a session owner; {username} is replaced by the owner's user name.")
 	fs.IntVar(&o.Session.Workers, "session-workers", o.Session.Workers, "Sessions handled in parallel.")
+	fs.IntVar(&o.ProxyLimits.PerSession, "proxy-max-requests-per-session", o.ProxyLimits.PerSession,
+		"Concurrent proxied requests (watches and streams included) per session on one replica; 0 is no limit.")
+	fs.IntVar(&o.ProxyLimits.PerOwner, "proxy-max-requests-per-owner", o.ProxyLimits.PerOwner,
+		"Concurrent proxied requests per session owner on one replica; 0 is no limit.")
+	fs.StringVar(&o.ExternalURL, "external-url", o.ExternalURL,
+		"URL users reach the control plane with; session kubeconfigs point at it plus the proxy path.")
+	fs.StringVar(&o.ExternalCAFile, "external-ca-file", o.ExternalCAFile, "CA bundle that verifies --external-url, put into session kubeconfigs.")
+	fs.StringVar(&o.ExecCommand, "kubeconfig-exec-command", o.ExecCommand,
+		"Exec credential plugin (for example kubelogin) of the user in session kubeconfigs; empty leaves the user to the caller.")
+	fs.StringArrayVar(&o.ExecArgs, "kubeconfig-exec-arg", o.ExecArgs, "Argument of --kubeconfig-exec-command; repeat for more.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the controllers that write on one replica, elected with a Lease in the core cluster.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the controllers' Lease.")
 }
@@ -216,6 +247,14 @@ func (o *Options) Validate() error {
 	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {
 		errs = append(errs, fmt.Errorf("--istio-workload-selector must be key=value pairs: %q", o.istioSelector))
 	}
+	if o.ProxyLimits.PerSession < 0 || o.ProxyLimits.PerOwner < 0 {
+		errs = append(errs, fmt.Errorf("proxy limits may not be negative"))
+	}
+	if o.ExternalURL != "" {
+		if u, err := url.Parse(o.ExternalURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", o.ExternalURL))
+		}
+	}
 	if o.Kubeconfig.Workers < 1 || o.Session.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--kubeconfig-workers and --session-workers must be at least 1"))
 	}
@@ -257,6 +296,11 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
+	serverConfig.LongRunningFunc = apiserver.LongRunning
+	proxyConfig, err := o.proxyConfig(serverConfig)
+	if err != nil {
+		return nil, err
+	}
 	if o.standalone {
 		klog.InfoS("No core cluster configured (--kubeconfig): running standalone; only system:masters is authorized and SessionOwner is the only admission plugin")
 		owner := sessionowner.New()
@@ -265,6 +309,34 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,
-		ExtraConfig:   apiserver.ExtraConfig{SessionPolicy: o.sessionPolicy()},
+		ExtraConfig:   apiserver.ExtraConfig{SessionPolicy: o.sessionPolicy(), Proxy: proxyConfig},
 	}, nil
+}
+
+// proxyConfig builds the proxy's registry and, with a core cluster, the
+// cache of session credentials it reads.
+func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) (sessionstorage.ProxyConfig, error) {
+	o.proxyRegistry = proxy.NewRegistry(clock.RealClock{}, o.ProxyLimits)
+	cfg := sessionstorage.ProxyConfig{Registry: o.proxyRegistry, Kubeconfig: sessionstorage.KubeconfigConfig{
+		ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs,
+	}}
+	if o.ExternalCAFile != "" {
+		ca, err := os.ReadFile(o.ExternalCAFile)
+		if err != nil {
+			return cfg, fmt.Errorf("--external-ca-file: %w", err)
+		}
+		cfg.Kubeconfig.CAData = ca
+	}
+	if o.standalone {
+		return cfg, nil
+	}
+	kube, err := kubernetes.NewForConfig(serverConfig.ClientConfig)
+	if err != nil {
+		return cfg, err
+	}
+	o.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Session.Namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = session.CredentialsSelector().String() }))
+	o.credentialSource = credentials.NewSource(o.credentialInformers.Core().V1().Secrets().Lister().Secrets(o.Session.Namespace))
+	cfg.Backends = o.credentialSource
+	return cfg, nil
 }

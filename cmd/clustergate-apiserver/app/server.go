@@ -6,12 +6,15 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
 )
 
 // NewCommand returns the clustergate-apiserver command.
@@ -71,6 +74,24 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 		stop()
 		return nil, nil, fmt.Errorf("building the server: %w", err)
 	}
+	// Every replica ends its own proxied connections when sessions end.
+	server.GenericAPIServer.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
+		client, err := versioned.NewForConfig(hookCtx.LoopbackClientConfig)
+		if err != nil {
+			return err
+		}
+		factory := clustergateinformers.NewSharedInformerFactory(client, 0)
+		forget := func(types.UID) {}
+		if o.credentialSource != nil {
+			forget = o.credentialSource.Forget
+			o.credentialInformers.Start(hookCtx.Done())
+		}
+		if err := o.proxyRegistry.EndWithSessions(factory.Clustergate().V1alpha1().Sessions().Informer(), forget); err != nil {
+			return err
+		}
+		factory.Start(hookCtx.Done())
+		return nil
+	})
 	if !o.standalone {
 		// Controllers read and write through the server's own API, so they
 		// start once it serves.

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 // Names on the objects the controller keeps for a session.
@@ -33,11 +34,6 @@ const (
 	// credentials Secret and policy.
 	LabelSessionName      = "clustergate.dev/session-name"
 	LabelSessionNamespace = "clustergate.dev/session-namespace"
-
-	// KeyKubeconfig holds the minted kubeconfig in the credentials Secret.
-	KeyKubeconfig = "kubeconfig"
-	// KeyPrivateKey holds the private key of a cluster target's CSR.
-	KeyPrivateKey = "tls.key"
 )
 
 // Condition types of a Session.
@@ -154,17 +150,17 @@ func NextAction(o Observed, cfg Config) Action {
 		untilExpiry = expiresAt.Sub(o.Now)
 	}
 
-	credentials, backendURL, pending := credentialsCondition(o, cfg)
+	creds, backendURL, pending := credentialsCondition(o, cfg)
 	if pending != nil {
 		if pending.Type == None {
-			return statusOr(o, credentials, backendURL, policyCondition(o.Policy), soonest(pending.RequeueAfter, untilExpiry))
+			return statusOr(o, creds, backendURL, policyCondition(o.Policy), soonest(pending.RequeueAfter, untilExpiry))
 		}
 		return *pending
 	}
 	if p := o.Policy; !p.Disabled && !p.APIAbsent && (!p.Exists || p.Owned && !p.UpToDate) {
 		return Action{Type: ApplyPolicy}
 	}
-	return statusOr(o, credentials, backendURL, policyCondition(o.Policy), untilExpiry)
+	return statusOr(o, creds, backendURL, policyCondition(o.Policy), untilExpiry)
 }
 
 // soonest returns the sooner of two requeue delays, where 0 means never.
@@ -185,8 +181,8 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 	wait := func(after time.Duration) *Action { return &Action{Type: None, RequeueAfter: after} }
 	s, secret := o.Session, o.Credentials
 
-	if secret != nil && len(secret.Data[KeyKubeconfig]) > 0 {
-		server, err := kubeconfigServer(secret.Data[KeyKubeconfig])
+	if secret != nil && len(secret.Data[credentials.KeyKubeconfig]) > 0 {
+		server, _, err := credentials.TargetCluster(secret.Data[credentials.KeyKubeconfig])
 		if err != nil {
 			return cond(metav1.ConditionFalse, ReasonCertificateInvalid, "the stored credentials cannot be read: "+err.Error()), "", wait(cfg.RetryAfter)
 		}
@@ -204,7 +200,7 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 	}
 
 	// Cluster target: key, CSR, approval, certificate; one step per pass.
-	if secret == nil || len(secret.Data[KeyPrivateKey]) == 0 {
+	if secret == nil || len(secret.Data[credentials.KeyPrivateKey]) == 0 {
 		return metav1.Condition{}, "", &Action{Type: CreatePrivateKey}
 	}
 	if o.CSR == nil {
@@ -222,7 +218,7 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 		return cond(metav1.ConditionFalse, ReasonCSRPending,
 			fmt.Sprintf("waiting for signer %s to issue the certificate", o.CSR.Spec.SignerName)), "", wait(cfg.CSRPoll)
 	}
-	if err := CheckCertificate(o.CSR.Status.Certificate, secret.Data[KeyPrivateKey], s, o.Now); err != nil {
+	if err := CheckCertificate(o.CSR.Status.Certificate, secret.Data[credentials.KeyPrivateKey], s, o.Now); err != nil {
 		return cond(metav1.ConditionFalse, ReasonCertificateInvalid, err.Error()), "", wait(0)
 	}
 	return metav1.Condition{}, "", &Action{Type: WriteCertificate}
@@ -261,12 +257,12 @@ func nextCleanupAction(o Observed) Action {
 
 // statusOr returns an UpdateStatus action when the conditions or backend
 // URL differ from the session's, and otherwise None until requeue.
-func statusOr(o Observed, credentials metav1.Condition, backendURL string, policy metav1.Condition, requeue time.Duration) Action {
-	ready := metav1.Condition{Type: ConditionReady, Status: credentials.Status, Reason: credentials.Reason, Message: credentials.Message}
-	if credentials.Status == metav1.ConditionTrue {
+func statusOr(o Observed, creds metav1.Condition, backendURL string, policy metav1.Condition, requeue time.Duration) Action {
+	ready := metav1.Condition{Type: ConditionReady, Status: creds.Status, Reason: creds.Reason, Message: creds.Message}
+	if creds.Status == metav1.ConditionTrue {
 		ready.Reason, ready.Message = "SessionReady", "the session's proxy may be used by its owner until it expires"
 	}
-	want := []metav1.Condition{credentials, policy, ready}
+	want := []metav1.Condition{creds, policy, ready}
 	gen := o.Session.Generation
 	changed := o.Session.Status.BackendURL != backendURL || o.Session.Status.ObservedGeneration != gen
 	for i := range want {
@@ -301,11 +297,11 @@ func CommonName(s *v1alpha1.Session) string {
 // CheckCertificate verifies an issued certificate before use: it belongs to
 // the private key, carries the session's CN and group, and is valid now.
 func CheckCertificate(certPEM, keyPEM []byte, s *v1alpha1.Session, now time.Time) error {
-	cert, err := parseCertificate(certPEM)
+	cert, err := credentials.ParseCertificate(certPEM)
 	if err != nil {
 		return err
 	}
-	key, err := parsePrivateKey(keyPEM)
+	key, err := credentials.ParsePrivateKey(keyPEM)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 var (
@@ -57,7 +58,7 @@ func clusterTarget(s *v1alpha1.Session) {
 		KubeconfigSecretRef: v1alpha1.LocalSecretReference{Name: "mc-1"}, SignerName: "kubernetes.io/kube-apiserver-client"}}
 }
 
-func credentials(data map[string][]byte) *corev1.Secret {
+func credentialsSecret(data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "session-uid-1", Namespace: "clustergate-system"}, Data: data}
 }
 
@@ -76,7 +77,7 @@ func csr(certificate []byte, conditions ...certificatesv1.RequestConditionType) 
 // issue signs a certificate for key with the given subject, as a signer would.
 func issue(t *testing.T, keyPEM []byte, cn string, orgs []string, notAfter time.Time) []byte {
 	t.Helper()
-	key, err := parsePrivateKey(keyPEM)
+	key, err := credentials.ParsePrivateKey(keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +115,14 @@ func notReady(c metav1.Condition) metav1.Condition {
 func TestNextAction(t *testing.T) {
 	clock := clocktesting.NewFakeClock(created.Add(time.Minute))
 	untilExpiry := 59 * time.Minute
-	key, err := NewPrivateKey()
+	key, err := credentials.NewPrivateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created.Add(2*time.Hour))
 	wrongGroup := issue(t, key, "clustergate:session:alice", []string{"admin"}, created.Add(2*time.Hour))
 	expired := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created)
-	minted := credentials(map[string][]byte{KeyKubeconfig: []byte(shootKubeconfig)})
+	minted := credentialsSecret(map[string][]byte{credentials.KeyKubeconfig: []byte(shootKubeconfig)})
 	policy := PolicyState{Exists: true, Owned: true, UpToDate: true}
 	csrPending := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRPending,
 		Message: "waiting for signer kubernetes.io/kube-apiserver-client to issue the certificate"}
@@ -179,28 +180,28 @@ func TestNextAction(t *testing.T) {
 			obs:    Observed{Session: session(clusterTarget)},
 			expect: Action{Type: CreatePrivateKey}},
 		{name: "cluster target: then the CSR",
-			obs:    Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key})},
+			obs:    Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key})},
 			expect: Action{Type: CreateCSR}},
 		{name: "cluster target: approve the CSR",
-			obs:    Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}), CSR: csr(nil)},
+			obs:    Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}), CSR: csr(nil)},
 			expect: Action{Type: ApproveCSR}},
 		{name: "cluster target: approved, not issued yet",
-			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(nil, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 2 * time.Second, Conditions: conditions(csrPending, policyApplied, notReady(csrPending))}},
 		{name: "cluster target: denied",
-			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(nil, certificatesv1.CertificateDenied), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRDenied, Message: "the target denied the session's certificate signing request"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target: issued and valid: store it",
-			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(good, certificatesv1.CertificateApproved)},
 			expect: Action{Type: WriteCertificate}},
 		{name: "cluster target: issued for the wrong group",
-			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(wrongGroup, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCertificateInvalid,
@@ -208,7 +209,7 @@ func TestNextAction(t *testing.T) {
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target: issued but already expired",
-			obs: Observed{Session: session(clusterTarget), Credentials: credentials(map[string][]byte{KeyPrivateKey: key}),
+			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(expired, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCertificateInvalid,
@@ -253,11 +254,11 @@ func deleted(s *v1alpha1.Session) {
 }
 
 func TestCertificateRequestCarriesOwnerAndGroup(t *testing.T) {
-	key, err := NewPrivateKey()
+	key, err := credentials.NewPrivateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := CertificateRequest(key, session())
+	der, err := credentials.CertificateRequest(key, CommonName(session()), "viewer")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,10 +280,10 @@ users: [{name: u, user: {token: x}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `
-	if _, _, err := TargetCluster([]byte(insecure)); err == nil {
+	if _, _, err := credentials.TargetCluster([]byte(insecure)); err == nil {
 		t.Error("a kubeconfig that skips TLS verification was accepted")
 	}
-	if server, ca, err := TargetCluster([]byte(shootKubeconfig)); err != nil || server != "https://127.0.0.1:6443" || string(ca) != "foo" {
+	if server, ca, err := credentials.TargetCluster([]byte(shootKubeconfig)); err != nil || server != "https://127.0.0.1:6443" || string(ca) != "foo" {
 		t.Errorf("TargetCluster = %q, %q, %v", server, ca, err)
 	}
 }

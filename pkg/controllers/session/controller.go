@@ -32,6 +32,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
+	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
@@ -217,7 +218,7 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 	}
 
 	var t *target
-	minting := o.Credentials == nil || len(o.Credentials.Data[KeyKubeconfig]) == 0
+	minting := o.Credentials == nil || len(o.Credentials.Data[credentials.KeyKubeconfig]) == 0
 	if s.Spec.Target.Cluster != nil && (minting || s.DeletionTimestamp != nil) {
 		t, o.Target = c.reachTarget(ctx, s)
 		if t != nil {
@@ -254,7 +255,7 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 	if len(kubeconfig) == 0 {
 		kubeconfig = secret.Data["value"]
 	}
-	server, ca, err := TargetCluster(kubeconfig)
+	server, ca, err := credentials.TargetCluster(kubeconfig)
 	if err != nil {
 		return nil, &TargetProblem{Reason: ReasonTargetInsecure, Message: fmt.Sprintf("kubeconfig Secret %s: %v", ref, err)}
 	}
@@ -320,7 +321,7 @@ func resourcesOrNone(l *metav1.APIResourceList, err error) []metav1.APIResource 
 }
 
 // CredentialsName is the name of a session's credentials Secret.
-func CredentialsName(s *v1alpha1.Session) string { return "session-" + string(s.UID) }
+func CredentialsName(s *v1alpha1.Session) string { return credentials.SecretName(s.UID) }
 
 // CSRName is the name of a session's CSR on a cluster target.
 func CSRName(s *v1alpha1.Session) string { return "clustergate-session-" + string(s.UID) }
@@ -353,11 +354,11 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 	case MintShootCredentials:
 		return c.mintShootCredentials(ctx, o)
 	case CreatePrivateKey:
-		key, err := NewPrivateKey()
+		key, err := credentials.NewPrivateKey()
 		if err != nil {
 			return err
 		}
-		_, err = secrets.Create(ctx, c.credentialsSecret(s, map[string][]byte{KeyPrivateKey: key}), metav1.CreateOptions{FieldManager: FieldManager})
+		_, err = secrets.Create(ctx, c.credentialsSecret(s, map[string][]byte{credentials.KeyPrivateKey: key}), metav1.CreateOptions{FieldManager: FieldManager})
 		return err
 	case CreateCSR:
 		return c.createCSR(ctx, o, t)
@@ -370,12 +371,12 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		_, err := t.kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, update)
 		return err
 	case WriteCertificate:
-		kubeconfig, err := ClientKubeconfig(t.server, t.ca, o.CSR.Status.Certificate, o.Credentials.Data[KeyPrivateKey])
+		kubeconfig, err := credentials.ClientKubeconfig(t.server, t.ca, o.CSR.Status.Certificate, o.Credentials.Data[credentials.KeyPrivateKey])
 		if err != nil {
 			return err
 		}
 		updated := o.Credentials.DeepCopy()
-		updated.Data = map[string][]byte{KeyKubeconfig: kubeconfig}
+		updated.Data = map[string][]byte{credentials.KeyKubeconfig: kubeconfig}
 		_, err = secrets.Update(ctx, updated, update)
 		if err == nil {
 			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonMinted, "MintCredentials", "Client certificate issued by %s", o.CSR.Spec.SignerName)
@@ -431,10 +432,10 @@ func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error
 		}
 		return errors.Join(err, c.reportTarget(ctx, o, reason, err.Error()))
 	}
-	if _, _, err := TargetCluster(kc.Data); err != nil {
+	if _, _, err := credentials.TargetCluster(kc.Data); err != nil {
 		return c.reportTarget(ctx, o, ReasonTargetInsecure, "Gardener's kubeconfig: "+err.Error())
 	}
-	secret := c.credentialsSecret(s, map[string][]byte{KeyKubeconfig: kc.Data})
+	secret := c.credentialsSecret(s, map[string][]byte{credentials.KeyKubeconfig: kc.Data})
 	if o.Credentials != nil {
 		secret.ResourceVersion = o.Credentials.ResourceVersion
 		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: FieldManager})
@@ -460,7 +461,7 @@ func (c *Controller) reportTarget(ctx context.Context, o Observed, reason, msg s
 
 func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error {
 	s := o.Session
-	request, err := CertificateRequest(o.Credentials.Data[KeyPrivateKey], s)
+	request, err := credentials.CertificateRequest(o.Credentials.Data[credentials.KeyPrivateKey], CommonName(s), s.Spec.AccessLevel.Group)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,11 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/registry/session"
 	"github.com/clustergate/clustergate/pkg/registry/status"
 )
@@ -21,10 +23,25 @@ type SessionStorage struct {
 	Session *REST
 	// Status serves sessions/status.
 	Status *status.StatusREST
+	// Proxy serves sessions/proxy.
+	Proxy *ProxyREST
+	// Kubeconfig serves sessions/kubeconfig.
+	Kubeconfig *KubeconfigREST
+}
+
+// ProxyConfig configures the proxy and kubeconfig subresources.
+type ProxyConfig struct {
+	// Registry tracks the open connections of this replica.
+	Registry *proxy.Registry
+	// Backends finds how to reach a session's target; nil when the server
+	// keeps no credentials (standalone).
+	Backends Backends
+	// Kubeconfig says what session kubeconfigs point at.
+	Kubeconfig KubeconfigConfig
 }
 
 // NewStorage returns the storage of Sessions under the server's policy.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, policy validation.SessionPolicy) (SessionStorage, error) {
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, policy validation.SessionPolicy, proxyConfig ProxyConfig) (SessionStorage, error) {
 	strategy := session.NewStrategy(scheme, policy)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.Session{} },
@@ -44,8 +61,10 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, po
 		return SessionStorage{}, err
 	}
 	return SessionStorage{
-		Session: &REST{Store: store},
-		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
+		Session:    &REST{Store: store},
+		Status:     status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
+		Proxy:      &ProxyREST{store: store, backends: proxyConfig.Backends, registry: proxyConfig.Registry, clock: clock.RealClock{}},
+		Kubeconfig: &KubeconfigREST{store: store, config: proxyConfig.Kubeconfig},
 	}, nil
 }
 

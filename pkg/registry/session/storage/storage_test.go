@@ -14,9 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/registry/registrytest"
 )
 
@@ -25,7 +27,7 @@ const ns = "sre"
 func newStorage(t *testing.T) SessionStorage {
 	t.Helper()
 	scheme := registrytest.Scheme()
-	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), validation.DefaultSessionPolicy())
+	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), validation.DefaultSessionPolicy(), ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})})
 	if err != nil {
 		t.Fatal(err)
 	}

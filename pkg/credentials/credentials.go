@@ -1,4 +1,8 @@
-package session
+// Package credentials holds the credentials the server mints for sessions:
+// how they are made (keys, CSRs, kubeconfigs), where they are kept (a Secret
+// per session in the server's namespace) and how the proxy reaches a
+// target with them.
+package credentials
 
 import (
 	"crypto"
@@ -11,11 +15,22 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
+
+// Keys of a session's credentials Secret.
+const (
+	// KeyKubeconfig holds the minted kubeconfig.
+	KeyKubeconfig = "kubeconfig"
+	// KeyPrivateKey holds the private key of a cluster target's CSR until
+	// the certificate is issued.
+	KeyPrivateKey = "tls.key"
+)
+
+// SecretName is the name of a session's credentials Secret.
+func SecretName(uid types.UID) string { return "session-" + string(uid) }
 
 // NewPrivateKey returns a new private key in PEM. It never leaves the
 // server: only its CSR goes to the target.
@@ -31,15 +46,15 @@ func NewPrivateKey() ([]byte, error) {
 	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
 }
 
-// CertificateRequest returns the PEM CSR of a session's client certificate:
-// CN clustergate:session:<owner>, O <access group>.
-func CertificateRequest(keyPEM []byte, s *v1alpha1.Session) ([]byte, error) {
-	key, err := parsePrivateKey(keyPEM)
+// CertificateRequest returns the PEM CSR of a client certificate for user
+// cn in group.
+func CertificateRequest(keyPEM []byte, cn, group string) ([]byte, error) {
+	key, err := ParsePrivateKey(keyPEM)
 	if err != nil {
 		return nil, err
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: CommonName(s), Organization: []string{s.Spec.AccessLevel.Group}},
+		Subject: pkix.Name{CommonName: cn, Organization: []string{group}},
 	}, key)
 	if err != nil {
 		return nil, err
@@ -82,12 +97,8 @@ func TargetCluster(kubeconfig []byte) (server string, caPEM []byte, err error) {
 	return cluster.Server, cluster.CertificateAuthorityData, nil
 }
 
-func kubeconfigServer(kubeconfig []byte) (string, error) {
-	server, _, err := TargetCluster(kubeconfig)
-	return server, err
-}
-
-func parseCertificate(certPEM []byte) (*x509.Certificate, error) {
+// ParseCertificate parses a PEM certificate.
+func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
 	block, _ := pem.Decode(certPEM)
 	if block == nil || block.Type != "CERTIFICATE" {
 		return nil, errors.New("the issued certificate is not PEM")
@@ -95,7 +106,8 @@ func parseCertificate(certPEM []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-func parsePrivateKey(keyPEM []byte) (crypto.Signer, error) {
+// ParsePrivateKey parses a PEM key made by NewPrivateKey.
+func ParsePrivateKey(keyPEM []byte) (crypto.Signer, error) {
 	block, _ := pem.Decode(keyPEM)
 	if block == nil {
 		return nil, errors.New("the session's private key is not PEM")

@@ -1,0 +1,46 @@
+package apiserver
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/endpoints/request"
+)
+
+func TestLongRunning(t *testing.T) {
+	factory := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	const proxy = "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/proxy"
+	tests := []struct {
+		method, path string
+		upgrade      bool
+		want         bool
+	}{
+		{"GET", proxy + "/api/v1/namespaces", false, false},
+		{"GET", proxy + "/api/v1/namespaces/default/configmaps?watch=true", false, true},
+		{"GET", proxy + "/api/v1/watch/namespaces/default/configmaps", false, true},
+		{"POST", proxy + "/api/v1/namespaces/default/pods/p/exec?command=sh", false, true},
+		{"POST", proxy + "/api/v1/namespaces/default/pods/p/portforward", false, true},
+		{"GET", proxy + "/api/v1/namespaces/default/pods/p/log?follow=true", false, true},
+		{"GET", proxy + "/api/v1/namespaces/default/pods/p/log", false, false},
+		{"GET", proxy + "/apis/apps/v1/deployments", false, false},
+		{"GET", proxy + "/api/v1/namespaces/default/configmaps", true, true},
+		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions?watch=true", false, true},
+		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.path, nil)
+			if tt.upgrade {
+				r.Header.Set("Upgrade", "websocket")
+			}
+			info, err := factory.NewRequestInfo(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := LongRunning(r, info); got != tt.want {
+				t.Errorf("LongRunning = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,115 @@
+package credentials
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ErrNotMinted means a session has no credentials yet.
+var ErrNotMinted = fmt.Errorf("the session's credentials are not minted yet")
+
+// Backend is how the proxy reaches a session's target.
+type Backend struct {
+	// URL is the target's kube-apiserver.
+	URL *url.URL
+	// Transport presents the session's client certificate and verifies the
+	// target with its CA.
+	Transport *http.Transport
+}
+
+// Source finds the backend of a session from its credentials Secret, from
+// a cache of the server's namespace. Transports are reused while the Secret
+// is unchanged, so connections to a target are kept alive across requests.
+type Source struct {
+	secrets  corelisters.SecretNamespaceLister
+	mu       sync.Mutex
+	backends map[types.UID]cachedBackend
+}
+
+type cachedBackend struct {
+	resourceVersion string
+	backend         Backend
+}
+
+// NewSource returns a source over a lister of the server's namespace.
+func NewSource(secrets corelisters.SecretNamespaceLister) *Source {
+	return &Source{secrets: secrets, backends: map[types.UID]cachedBackend{}}
+}
+
+// Backend returns the backend of the session with the given UID.
+func (s *Source) Backend(uid types.UID) (Backend, error) {
+	secret, err := s.secrets.Get(SecretName(uid))
+	if apierrors.IsNotFound(err) {
+		return Backend{}, ErrNotMinted
+	}
+	if err != nil {
+		return Backend{}, err
+	}
+	kubeconfig := secret.Data[KeyKubeconfig]
+	if len(kubeconfig) == 0 {
+		return Backend{}, ErrNotMinted
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.backends[uid]; ok && c.resourceVersion == secret.ResourceVersion {
+		return c.backend, nil
+	}
+	b, err := newBackend(kubeconfig)
+	if err != nil {
+		return Backend{}, err
+	}
+	if old, ok := s.backends[uid]; ok {
+		old.backend.Transport.CloseIdleConnections()
+	}
+	s.backends[uid] = cachedBackend{resourceVersion: secret.ResourceVersion, backend: b}
+	return b, nil
+}
+
+// Forget drops the cached backend of an ended session.
+func (s *Source) Forget(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.backends[uid]; ok {
+		c.backend.Transport.CloseIdleConnections()
+		delete(s.backends, uid)
+	}
+}
+
+func newBackend(kubeconfig []byte) (Backend, error) {
+	server, _, err := TargetCluster(kubeconfig)
+	if err != nil {
+		return Backend{}, err
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return Backend{}, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return Backend{}, err
+	}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return Backend{}, err
+	}
+	// Keepalives reap half-open connections to the target.
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return Backend{URL: u, Transport: &http.Transport{
+		DialContext:         dialer.DialContext,
+		TLSClientConfig:     tlsConfig,
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+		MaxIdleConnsPerHost: 100,
+		ForceAttemptHTTP2:   true,
+	}}, nil
+}

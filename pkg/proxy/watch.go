@@ -1,0 +1,41 @@
+package proxy
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+)
+
+// conditionReady is the Session condition that gates the proxy.
+const conditionReady = "Ready"
+
+// EndWithSessions ends the connections of a session as soon as the informer
+// reports it deleted, being deleted, or no longer Ready; forget is called
+// with the UID of each session that is gone.
+func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget func(types.UID)) error {
+	_, err := sessions.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			old, okOld := oldObj.(*v1alpha1.Session)
+			s, ok := newObj.(*v1alpha1.Session)
+			switch {
+			case !ok || !okOld:
+			case s.DeletionTimestamp != nil:
+				r.End(s.UID, ErrDeleted)
+			case meta.IsStatusConditionTrue(old.Status.Conditions, conditionReady) && !meta.IsStatusConditionTrue(s.Status.Conditions, conditionReady):
+				r.End(s.UID, ErrNotReady)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if s, ok := obj.(*v1alpha1.Session); ok {
+				r.End(s.UID, ErrDeleted)
+				forget(s.UID)
+			}
+		},
+	})
+	return err
+}

@@ -1,0 +1,93 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/registry/session"
+)
+
+// KubeconfigConfig says what the kubeconfigs of sessions point at.
+type KubeconfigConfig struct {
+	// ExternalURL is the control plane URL users reach the API with.
+	ExternalURL string
+	// CAData verifies ExternalURL; empty trusts the system roots.
+	CAData []byte
+	// ExecCommand and ExecArgs are the exec credential plugin (for example
+	// kubelogin) that the kubeconfig's user runs; empty leaves the user for
+	// the caller to fill in.
+	ExecCommand string
+	ExecArgs    []string
+}
+
+// KubeconfigREST serves sessions/kubeconfig: a kubeconfig that reaches the
+// session's proxy and carries no credentials.
+type KubeconfigREST struct {
+	store  *genericregistry.Store
+	config KubeconfigConfig
+}
+
+var (
+	_ rest.Getter  = &KubeconfigREST{}
+	_ rest.Storage = &KubeconfigREST{}
+)
+
+// New returns an empty SessionKubeconfig.
+func (r *KubeconfigREST) New() runtime.Object { return &clustergate.SessionKubeconfig{} }
+
+// Destroy does nothing: the main resource owns the storage.
+func (r *KubeconfigREST) Destroy() {}
+
+// Get returns the kubeconfig of a ready session.
+func (r *KubeconfigREST) Get(ctx context.Context, name string, options *metav1.GetOptions) (runtime.Object, error) {
+	obj, err := r.store.Get(ctx, name, options)
+	if err != nil {
+		return nil, err
+	}
+	s := obj.(*clustergate.Session)
+	if r.config.ExternalURL == "" {
+		return nil, notReady(s, "the server was started without --external-url, so it cannot say where the proxy is")
+	}
+	if !apimeta.IsStatusConditionTrue(s.Status.Conditions, session.ConditionReady) {
+		return nil, notReady(s, "its credentials are being minted")
+	}
+	data, err := Kubeconfig(s, r.config)
+	if err != nil {
+		return nil, err
+	}
+	return &clustergate.SessionKubeconfig{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace},
+		Kubeconfig: data,
+	}, nil
+}
+
+// Kubeconfig builds the kubeconfig of a session.
+func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
+	name := fmt.Sprintf("session-%s-%s", s.Namespace, s.Name)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{
+		Server:                   strings.TrimSuffix(cfg.ExternalURL, "/") + session.ProxyEndpoint(s.Namespace, s.Name),
+		CertificateAuthorityData: cfg.CAData,
+	}
+	user := &clientcmdapi.AuthInfo{}
+	if cfg.ExecCommand != "" {
+		user.Exec = &clientcmdapi.ExecConfig{
+			APIVersion: "client.authentication.k8s.io/v1", Command: cfg.ExecCommand, Args: cfg.ExecArgs,
+			InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode,
+		}
+	}
+	kc.AuthInfos[name] = user
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	return clientcmd.Write(*kc)
+}

@@ -1,0 +1,130 @@
+package storage
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/proxy"
+	"github.com/clustergate/clustergate/pkg/registry/session"
+)
+
+// retryAfterSeconds is what a client is told to wait for a session that is
+// not ready yet.
+const retryAfterSeconds = 5
+
+// Backends finds how to reach a session's target; *credentials.Source is
+// the real one.
+type Backends interface {
+	Backend(uid types.UID) (credentials.Backend, error)
+}
+
+// ProxyREST serves sessions/proxy: the owner's requests, streamed to the
+// session's target with the credentials the server minted.
+type ProxyREST struct {
+	store    *genericregistry.Store
+	backends Backends
+	registry *proxy.Registry
+	clock    clock.PassiveClock
+}
+
+var (
+	_ rest.Connecter = &ProxyREST{}
+	_ rest.Storage   = &ProxyREST{}
+)
+
+// proxyMethods are the HTTP methods kubectl uses.
+var proxyMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
+
+// New returns the options of a proxy request.
+func (r *ProxyREST) New() runtime.Object { return &clustergate.SessionProxyOptions{} }
+
+// Destroy does nothing: the main resource owns the storage.
+func (r *ProxyREST) Destroy() {}
+
+// ConnectMethods returns the methods the proxy passes on.
+func (r *ProxyREST) ConnectMethods() []string { return proxyMethods }
+
+// NewConnectOptions says that the path below the subresource is the path
+// on the target.
+func (r *ProxyREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &clustergate.SessionProxyOptions{}, true, "path"
+}
+
+// Connect checks that the caller owns a ready, unexpired session and returns
+// the handler that streams the request to its target.
+func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Object, responder rest.Responder) (http.Handler, error) {
+	options, ok := opts.(*clustergate.SessionProxyOptions)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options %T", opts))
+	}
+	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s := obj.(*clustergate.Session)
+	if err := r.check(ctx, s); err != nil {
+		return nil, err
+	}
+	if r.backends == nil {
+		return nil, notReady(s, "the server runs without a core cluster and keeps no credentials")
+	}
+	backend, err := r.backends.Backend(s.UID)
+	if errors.Is(err, credentials.ErrNotMinted) {
+		return nil, notReady(s, err.Error())
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("the session's credentials: %w", err))
+	}
+	return r.registry.Handler(proxy.Target{
+		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username,
+		ExpiresAt: s.Status.ExpiresAt.Time, Backend: backend.URL, Transport: backend.Transport,
+	}, options.Path, responder), nil
+}
+
+// check refuses anyone but the owner, and sessions that cannot be used.
+func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
+	u, ok := genericapirequest.UserFrom(ctx)
+	// Constant time, so that timing tells nothing about the owner's name.
+	if !ok || subtle.ConstantTimeCompare([]byte(u.GetName()), []byte(s.Spec.Owner.Username)) != 1 {
+		return apierrors.NewForbidden(clustergate.Resource("sessions/proxy"), s.Name,
+			errors.New("only the session's owner may use its proxy"))
+	}
+	switch {
+	case s.DeletionTimestamp != nil:
+		return apierrors.NewGone(fmt.Sprintf("session %s/%s is being deleted", s.Namespace, s.Name))
+	case s.Status.ExpiresAt == nil:
+		return notReady(s, "it has no expiry yet")
+	case !r.clock.Now().Before(s.Status.ExpiresAt.Time):
+		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
+	}
+	if c := apimeta.FindStatusCondition(s.Status.Conditions, session.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		reason := "its credentials are being minted"
+		if c != nil {
+			reason = c.Reason + ": " + c.Message
+		}
+		return notReady(s, reason)
+	}
+	return nil
+}
+
+// notReady is a 503 that tells the client when to try again.
+func notReady(s *clustergate.Session, why string) error {
+	err := apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s is not ready: %s", s.Namespace, s.Name, why))
+	err.ErrStatus.Details = &metav1.StatusDetails{Name: s.Name, Group: clustergate.GroupName, Kind: "sessions", RetryAfterSeconds: retryAfterSeconds}
+	return err
+}
