@@ -75,6 +75,8 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 
 		location := *t.Backend
 		location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(path, "/")
+		// The upgrade path of the handler takes the query from Location only.
+		location.RawQuery = req.URL.RawQuery
 		h := utilproxy.NewUpgradeAwareHandler(&location, t.Transport, false, false, errorResponder{responder})
 		h.UseLocationHost = true
 		h.RejectForwardingRedirects = true

@@ -279,7 +279,7 @@ func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {
 func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {
 	upstreamClosed := make(chan struct{})
 	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "test-stream" {
+		if r.Header.Get("Upgrade") != "test-stream" || r.URL.RawQuery != "watch=1" {
 			http.Error(w, "want an upgrade", http.StatusBadRequest)
 			return
 		}
@@ -303,7 +303,7 @@ func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {
 	raw, err := net.Dial("tcp", base.Host)
 	must(t, err)
 	defer raw.Close()
-	fmt.Fprintf(raw, "GET /proxy/stream HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n", base.Host)
+	fmt.Fprintf(raw, "GET /proxy/stream?watch=1 HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n", base.Host)
 	br := bufio.NewReader(raw)
 	status, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(status, "101") {
