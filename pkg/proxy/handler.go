@@ -55,6 +55,8 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 			return
 		}
 		defer release()
+		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
+			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"))
 
 		for name := range req.Header {
 			for _, prefix := range strippedHeaderPrefixes {
@@ -94,7 +96,7 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 				reason = cause.Error()
 				cw.finishWatch(req, cause, t)
 			}
-			klog.InfoS("Proxied request", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
+			klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
 				"verb", req.Method, "path", path, "bytesIn", body.n.Load()+cw.hijackedIn.Load(),
 				"bytesOut", cw.written.Load()+cw.hijackedOut.Load(), "duration", r.clock.Since(start).Round(time.Millisecond), "closeReason", reason)
 		}()

@@ -252,3 +252,30 @@ func TestSessionBadInput(t *testing.T) {
 		}
 	})
 }
+
+func TestSessionExpiredWhileServerDownIsCleanedUp(t *testing.T) {
+	ctx := context.Background()
+	kube, client := clients(t)
+	ns := namespace(t, "down-sessions")
+	apply(t, cp.AdminKubeconfig, clusterSessionManifest("while-down", "10s", "viewer"), "-n", ns)
+	s := waitSessionReady(t, client, ns, "while-down")
+	if err := cp.StopComponent("clustergate"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(s.Status.ExpiresAt.Add(time.Second)))
+	if err := cp.StartComponent(ctx, "clustergate"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "expired session and its credentials cleaned up after the restart", func() error {
+		if _, err := client.ClustergateV1alpha1().Sessions(ns).Get(ctx, "while-down", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("session: %v", err)
+		}
+		if _, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, session.CredentialsName(s), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("credentials: %v", err)
+		}
+		if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", session.CSRName(s)); err == nil {
+			return fmt.Errorf("CSR still on the target")
+		}
+		return nil
+	})
+}
