@@ -8,9 +8,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
-// conditionReady is the Session condition that gates the proxy.
-const conditionReady = "Ready"
-
 // EndWithSessions ends the connections of a session as soon as the informer
 // reports it deleted, being deleted, or no longer Ready; forget is called
 // with the UID of each session that is gone.
@@ -23,7 +20,7 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 			case !ok || !okOld:
 			case s.DeletionTimestamp != nil:
 				r.End(s.UID, ErrDeleted)
-			case meta.IsStatusConditionTrue(old.Status.Conditions, conditionReady) && !meta.IsStatusConditionTrue(s.Status.Conditions, conditionReady):
+			case meta.IsStatusConditionTrue(old.Status.Conditions, v1alpha1.SessionConditionReady) && !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady):
 				r.End(s.UID, ErrNotReady)
 			}
 		},

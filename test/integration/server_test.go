@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,8 @@ func TestDiscovery(t *testing.T) {
 	want := map[string]string{
 		"sessions":                          "namespaced=true short=[sess] categories=[clustergate]",
 		"sessions/status":                   "namespaced=true short=[] categories=[]",
+		"sessions/proxy":                    "namespaced=true short=[] categories=[]",
+		"sessions/kubeconfig":               "namespaced=true short=[] categories=[]",
 		"gardenerclusterkubeconfigs":        "namespaced=true short=[gck] categories=[clustergate]",
 		"gardenerclusterkubeconfigs/status": "namespaced=true short=[] categories=[]",
 	}
@@ -353,5 +356,50 @@ func TestOwnerStampedFromCreator(t *testing.T) {
 	// The loopback client is the server's own user, in system:masters.
 	if got.Spec.Owner.Username != "system:apiserver" || len(got.Spec.Owner.Groups) == 0 {
 		t.Errorf("owner = %+v, want the creator system:apiserver with its groups", got.Spec.Owner)
+	}
+}
+
+func TestProxyRefusals(t *testing.T) {
+	ctx := context.Background()
+	sessions := clientset(t).ClustergateV1alpha1().Sessions("proxy")
+	notMine := newSession("alices")
+	if _, err := sessions.Create(ctx, notMine, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mine := newSession("mine")
+	mine.Spec.Owner = v1alpha1.SessionOwner{}
+	if _, err := sessions.Create(ctx, mine, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := rawClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path      string
+		code      int
+		retryable bool
+		message   string
+	}{
+		{path: "sessions/alices/proxy/api", code: 403, message: "only the session's owner may use its proxy"},
+		// Standalone, nothing mints credentials: the session never gets Ready.
+		{path: "sessions/mine/proxy/api", code: 503, retryable: true, message: "is not ready"},
+		{path: "sessions/mine/kubeconfig", code: 503, retryable: true, message: "--external-url"},
+		{path: "sessions/nobody/proxy/api", code: 404, message: "not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			// No retries: the test wants to see the Retry-After, not obey it.
+			result := client.Get().AbsPath("/apis/clustergate.dev/v1alpha1/namespaces/proxy/" + tt.path).MaxRetries(0).Do(ctx)
+			var code int
+			result.StatusCode(&code)
+			err := result.Error()
+			if code != tt.code || err == nil || !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("got %d %v, want %d with %q", code, err, tt.code, tt.message)
+			}
+			if _, retry := apierrors.SuggestsClientDelay(err); retry != tt.retryable {
+				t.Errorf("retry-after suggested = %v, want %v", retry, tt.retryable)
+			}
+		})
 	}
 }

@@ -38,9 +38,9 @@ const (
 
 // Condition types of a Session.
 const (
-	ConditionCredentialsReady         = "CredentialsReady"
-	ConditionAuthorizationPolicyReady = "AuthorizationPolicyReady"
-	ConditionReady                    = "Ready"
+	ConditionCredentialsReady         = v1alpha1.SessionConditionCredentialsReady
+	ConditionAuthorizationPolicyReady = v1alpha1.SessionConditionAuthorizationPolicyReady
+	ConditionReady                    = v1alpha1.SessionConditionReady
 )
 
 // Reasons of the conditions.

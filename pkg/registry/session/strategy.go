@@ -27,9 +27,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/registry/table"
 )
 
-// ConditionReady is the condition that says whether a session can be used.
-const ConditionReady = "Ready"
-
 // Strategy is the create and update strategy of Sessions.
 type Strategy struct {
 	runtime.ObjectTyper
@@ -183,7 +180,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 				}
 			}
 			ready := string(metav1.ConditionUnknown)
-			if c := meta.FindStatusCondition(s.Status.Conditions, ConditionReady); c != nil {
+			if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
 				ready = string(c.Status)
 			}
 			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, expiresAt}

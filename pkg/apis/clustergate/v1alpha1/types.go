@@ -115,6 +115,16 @@ type SessionStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// Condition types of a Session.
+const (
+	// SessionConditionCredentialsReady: the server holds credentials for the target.
+	SessionConditionCredentialsReady = "CredentialsReady"
+	// SessionConditionAuthorizationPolicyReady: the session's Istio policy is in place.
+	SessionConditionAuthorizationPolicyReady = "AuthorizationPolicyReady"
+	// SessionConditionReady: the owner may use the session's proxy.
+	SessionConditionReady = "Ready"
+)
+
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // SessionList is a list of Sessions.

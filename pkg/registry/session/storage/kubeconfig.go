@@ -14,6 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/registry/session"
 )
 
@@ -58,7 +59,7 @@ func (r *KubeconfigREST) Get(ctx context.Context, name string, options *metav1.G
 	if r.config.ExternalURL == "" {
 		return nil, notReady(s, "the server was started without --external-url, so it cannot say where the proxy is")
 	}
-	if !apimeta.IsStatusConditionTrue(s.Status.Conditions, session.ConditionReady) {
+	if !apimeta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady) {
 		return nil, notReady(s, "its credentials are being minted")
 	}
 	data, err := Kubeconfig(s, r.config)

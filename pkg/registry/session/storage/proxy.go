@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/proxy"
-	"github.com/clustergate/clustergate/pkg/registry/session"
 )
 
 // retryAfterSeconds is what a client is told to wait for a session that is
@@ -112,7 +112,7 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 	case !r.clock.Now().Before(s.Status.ExpiresAt.Time):
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
 	}
-	if c := apimeta.FindStatusCondition(s.Status.Conditions, session.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+	if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		reason := "its credentials are being minted"
 		if c != nil {
 			reason = c.Reason + ": " + c.Message
