@@ -4,7 +4,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build codegen verify test test-unit test-e2e tools bench run clean
+.PHONY: all build codegen verify test test-unit test-e2e tools bench bench-proxy run clean
 
 all: build
 
@@ -40,6 +40,10 @@ tools:
 ## bench: the GardenerClusterKubeconfig benchmark, 10,000 objects on the local control plane (not part of make test)
 bench: tools build
 	$(GO) run ./hack/bench/kubeconfig -objects=$(or $(OBJECTS),10000)
+
+## bench-proxy: sessions/proxy against a direct connection to the target, in one run
+bench-proxy: tools build
+	$(GO) run ./hack/bench/proxy
 
 ## run: a local control plane with clustergate registered, in the foreground until Ctrl-C
 run:

@@ -527,6 +527,24 @@ func (cp *ControlPlane) PID(name string) (int, error) {
 	return cp.procs[i].cmd.Process.Pid, nil
 }
 
+// RSSKiB is the resident memory of a running component, in KiB.
+func (cp *ControlPlane) RSSKiB(name string) (int, error) {
+	pid, err := cp.PID(name)
+	if err != nil {
+		return 0, err
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == "VmRSS:" {
+			return strconv.Atoi(fields[1])
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS for %s", name)
+}
+
 // GardenerMetrics returns gardener-apiserver's /metrics, read directly as
 // the garden admin.
 func (cp *ControlPlane) GardenerMetrics(ctx context.Context) ([]byte, error) {

@@ -289,19 +289,9 @@ func gardenerRequests(ctx context.Context, cp *controlplane.ControlPlane) (int, 
 
 // rss is the resident memory of the clustergate process.
 func rss(cp *controlplane.ControlPlane) string {
-	pid, err := cp.PID("clustergate")
+	kib, err := cp.RSSKiB("clustergate")
 	if err != nil {
 		return err.Error()
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return err.Error()
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			kb, _ := strconv.Atoi(strings.Fields(line)[1])
-			return fmt.Sprintf("%d MiB", kb/1024)
-		}
-	}
-	return "unknown"
+	return fmt.Sprintf("%d MiB", kib/1024)
 }
