@@ -126,12 +126,15 @@ func (r *responder) Object(int, runtime.Object) {}
 func (r *responder) Error(err error)            { r.err = err }
 
 // backend is a TLS server standing in for a target kube-apiserver.
-func backend(t *testing.T, h http.HandlerFunc) (*url.URL, *http.Transport) {
-	t.Helper()
+func backend(tb testing.TB, h http.HandlerFunc) (*url.URL, *http.Transport) {
+	tb.Helper()
 	srv := httptest.NewTLSServer(h)
-	t.Cleanup(srv.Close)
+	tb.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL + "/prefix")
 	tr := srv.Client().Transport.(*http.Transport).Clone()
+	// Upgraded streams speak HTTP/1.1.
+	tr.ForceAttemptHTTP2 = false
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	return u, tr
 }
 
@@ -220,12 +223,12 @@ func TestHandlerRefusals(t *testing.T) {
 
 // serveThroughProxy runs the handler behind a real HTTP server, as the
 // aggregated server does, and returns its URL.
-func serveThroughProxy(t *testing.T, r *Registry, tgt Target) string {
-	t.Helper()
+func serveThroughProxy(tb testing.TB, r *Registry, tgt Target) string {
+	tb.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
 	}))
-	t.Cleanup(srv.Close)
+	tb.Cleanup(srv.Close)
 	return srv.URL
 }
 
@@ -293,8 +296,6 @@ func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {
 		_ = rw.Flush()
 		_, _ = io.Copy(conn, conn) // echo until the proxy closes
 	})
-	tr.ForceAttemptHTTP2 = false
-	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
 	tgt.ExpiresAt = time.Now().Add(time.Hour)
