@@ -13,14 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -62,7 +59,7 @@ type Controller struct {
 	objects    listers.GardenerClusterKubeconfigLister
 	secrets    corelisters.SecretLister
 	hasSynced  []cache.InformerSynced
-	queue      workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	queue      *controllerutil.Queue
 	shootRetry time.Duration
 }
 
@@ -80,106 +77,50 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, gardener: g, clock: clk, recorder: recorder,
-		objects:   objects.Lister(),
-		secrets:   secrets.Lister(),
-		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](time.Second, 5*time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "gardenerclusterkubeconfig", Clock: clk}),
+		objects:    objects.Lister(),
+		secrets:    secrets.Lister(),
+		hasSynced:  []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
 		shootRetry: 5 * time.Minute,
 	}
-	if _, err := objects.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueObject,
-		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
-		DeleteFunc: c.enqueueObject,
-	}); err != nil {
+	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
+	if _, err := objects.Informer().AddEventHandler(c.queue.EventHandler(controllerutil.ObjectKey)); err != nil {
 		return nil, err
 	}
-	if _, err := secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueSecretOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueSecretOwner(obj) },
-		DeleteFunc: c.enqueueSecretOwner,
-	}); err != nil {
+	// A managed Secret's changes queue its object, so that deleted or
+	// edited Secrets are repaired at once.
+	if _, err := secrets.Informer().AddEventHandler(c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok || s.Labels[LabelClusterName] == "" {
+			return types.NamespacedName{}, false
+		}
+		return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[LabelClusterName]}, true
+	})); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueueObject(obj any) {
-	if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
-		c.queue.Add(types.NamespacedName{Namespace: key.Namespace, Name: key.Name})
-	}
-}
-
-// enqueueSecretOwner queues the object a managed Secret belongs to, so that
-// deleted or edited Secrets are repaired at once.
-func (c *Controller) enqueueSecretOwner(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	if s, ok := obj.(*corev1.Secret); ok && s.Labels[LabelClusterName] != "" {
-		c.queue.Add(types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[LabelClusterName]})
-	}
-}
-
 // Run handles objects until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("kubeconfig-controller")
-	ctx = klog.NewContext(ctx, logger)
-	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) {
-		return
-	}
-	logger.Info("Started", "workers", c.opts.Workers)
-	for range c.opts.Workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
+	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
 
-func (c *Controller) work(ctx context.Context) {
-	for c.next(ctx) {
-	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	requeue, err := c.sync(ctx, key)
-	switch {
-	case err != nil:
-		klog.FromContext(ctx).V(2).Info("Will retry", "object", key, "err", err)
-		c.queue.AddRateLimited(key)
-	default:
-		c.queue.Forget(key)
-		if requeue > 0 {
-			c.queue.AddAfter(key, requeue)
-		}
-	}
-	return true
-}
-
-// sync observes one object and performs its next action. It returns when to
-// look again, or an error to retry with backoff.
-func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (time.Duration, error) {
+// sync observes one object and performs its next action.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
 	obj, err := c.objects.GardenerClusterKubeconfigs(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		return 0, nil
+		return controllerutil.Result{}, nil
 	}
 	if err != nil {
-		return 0, err
+		return controllerutil.Result{}, err
 	}
 	observed, err := c.observe(ctx, obj)
 	if err != nil {
-		return 0, err
+		return controllerutil.Result{}, err
 	}
 	action := NextAction(observed, c.opts.Config)
 	klog.FromContext(ctx).V(4).Info("Next action", "object", key, "action", action.Type, "reason", action.Reason)
-	return action.RequeueAfter, c.perform(ctx, observed, action)
+	return controllerutil.Result{RequeueAfter: action.RequeueAfter}, c.perform(ctx, observed, action)
 }
 
 // observe gathers the object's Secrets. The Secret named in spec is read

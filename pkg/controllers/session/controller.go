@@ -18,15 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -73,7 +70,7 @@ type Controller struct {
 	sessions  listers.SessionLister
 	secrets   corelisters.SecretLister
 	hasSynced []cache.InformerSynced
-	queue     workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	queue     *controllerutil.Queue
 
 	// istioServed caches whether the core cluster serves AuthorizationPolicies.
 	istioMu      sync.Mutex
@@ -98,103 +95,46 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 		sessions:  sessions.Lister(),
 		secrets:   secrets.Lister(),
 		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[types.NamespacedName](500*time.Millisecond, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "session", Clock: clk}),
 	}
-	if _, err := sessions.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
-	}); err != nil {
+	c.queue = controllerutil.NewQueue("session-controller", clk, 500*time.Millisecond, time.Minute, c.sync)
+	if _, err := sessions.Informer().AddEventHandler(c.queue.EventHandler(controllerutil.ObjectKey)); err != nil {
 		return nil, err
 	}
-	if _, err := secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
-		DeleteFunc: c.enqueueOwner,
-	}); err != nil {
+	if _, err := secrets.Informer().AddEventHandler(c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
+		s, ok := obj.(*corev1.Secret)
+		if !ok {
+			return types.NamespacedName{}, false
+		}
+		return types.NamespacedName{Namespace: s.Labels[LabelSessionNamespace], Name: s.Labels[LabelSessionName]}, true
+	})); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Controller) enqueue(obj any) {
-	if key, err := cache.DeletionHandlingObjectToName(obj); err == nil {
-		c.queue.Add(types.NamespacedName{Namespace: key.Namespace, Name: key.Name})
-	}
-}
-
-func (c *Controller) enqueueOwner(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	if s, ok := obj.(*corev1.Secret); ok {
-		c.queue.Add(types.NamespacedName{Namespace: s.Labels[LabelSessionNamespace], Name: s.Labels[LabelSessionName]})
-	}
-}
-
 // Run handles sessions until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("session-controller")
-	ctx = klog.NewContext(ctx, logger)
-	if !cache.WaitForCacheSync(ctx.Done(), c.hasSynced...) {
-		return
-	}
-	logger.Info("Started", "workers", c.opts.Workers)
-	for range c.opts.Workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for c.next(ctx) {
-			}
-		}, time.Second)
-	}
-	<-ctx.Done()
+	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
 
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	requeue, acted, err := c.sync(ctx, key)
-	if err != nil {
-		klog.FromContext(ctx).V(2).Info("Will retry", "session", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	switch {
-	case acted:
-		// Not every write comes back as an event (policies and targets are
-		// not watched): look again at once.
-		c.queue.Add(key)
-	case requeue > 0:
-		// Expiry is a timer on the queue, not a resync.
-		c.queue.AddAfter(key, requeue)
-	}
-	return true
-}
-
-// sync observes one session and performs its next action. It returns when
-// to look again, whether it acted, or an error to retry with backoff.
-func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (time.Duration, bool, error) {
+// sync observes one session and performs its next action. Expiry is a
+// timer on the queue (RequeueAfter), not a resync; writes that come back as
+// no event (policies, targets) are followed by another pass at once.
+func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
 	s, err := c.sessions.Sessions(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		return 0, false, nil
+		return controllerutil.Result{}, nil
 	}
 	if err != nil {
-		return 0, false, err
+		return controllerutil.Result{}, err
 	}
 	o, target, err := c.observe(ctx, s)
 	if err != nil {
-		return 0, false, err
+		return controllerutil.Result{}, err
 	}
 	a := NextAction(o, c.opts.Config)
 	klog.FromContext(ctx).V(4).Info("Next action", "session", key, "action", a.Type)
-	return a.RequeueAfter, a.Type != None && a.Type != UpdateStatus, c.perform(ctx, o, target, a)
+	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: a.Type != None && a.Type != UpdateStatus}, c.perform(ctx, o, target, a)
 }
 
 // target is a cluster target as the server reaches it.
