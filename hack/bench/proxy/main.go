@@ -91,6 +91,13 @@ func run(root string, gets, configMaps, streams int) error {
 	rows = append(rows,
 		row{"small GET p50", p50p.String(), p50d.String(), "added " + (p50p - p50d).String()},
 		row{"small GET p99", p99p.String(), p99d.String(), "added " + (p99p - p99d).String()})
+	// What the aggregation hop alone costs: a GET of the session itself,
+	// served by clustergate through the same kube-apiserver.
+	a50, a99 := latencyOf(gets, func() error {
+		_, err := client.ClustergateV1alpha1().Sessions(namespace).Get(ctx, s.Name, metav1.GetOptions{})
+		return err
+	})
+	rows = append(rows, row{"GET of the Session through kube-apiserver (aggregation hop alone) p50 / p99", a50.String() + " / " + a99.String(), "", ""})
 
 	// LIST throughput.
 	if err := createConfigMaps(ctx, direct, configMaps); err != nil {
@@ -183,13 +190,21 @@ func clients(ctx context.Context, cp *controlplane.ControlPlane, garden *rest.Co
 }
 
 func latency(ctx context.Context, c kubernetes.Interface, n int) (time.Duration, time.Duration) {
+	return latencyOf(n, func() error {
+		_, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		return err
+	})
+}
+
+// latencyOf returns the p50 and p99 of n calls of f, after a warm-up.
+func latencyOf(n int, f func() error) (time.Duration, time.Duration) {
 	var samples []time.Duration
 	for i := range n + 20 {
 		start := time.Now()
-		if _, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		if err := f(); err != nil {
 			continue
 		}
-		if i >= 20 { // warm-up
+		if i >= 20 {
 			samples = append(samples, time.Since(start))
 		}
 	}
