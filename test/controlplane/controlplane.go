@@ -69,6 +69,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// ClustergateArgs are added to clustergate-apiserver's flags.
 	ClustergateArgs []string
+	// SharedEtcd stores clustergate's objects in the garden etcd instead of
+	// its embedded one, so that StartReplica can add replicas.
+	SharedEtcd bool
 }
 
 // ControlPlane is a running local control plane.
@@ -489,7 +492,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		"--external-ca-file=" + cp.gardenCA.CertFile,
 		// Short sessions for demos and tests.
 		"--session-min-ttl=10s",
-	}, cp.opts.ClustergateArgs...)...); err != nil {
+	}, append(cp.storageArgs(), cp.opts.ClustergateArgs...)...)...); err != nil {
 		return err
 	}
 	cp.ClustergateURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.clustergate)
@@ -550,6 +553,70 @@ func (cp *ControlPlane) RSSKiB(name string) (int, error) {
 func (cp *ControlPlane) GardenerMetrics(ctx context.Context) ([]byte, error) {
 	return cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "--server", fmt.Sprintf("https://127.0.0.1:%d", cp.ports.gardener),
 		"--certificate-authority", cp.aggregatedCA.CertFile, "get", "--raw", "/metrics")
+}
+
+func (cp *ControlPlane) storageArgs() []string {
+	if !cp.opts.SharedEtcd {
+		return nil
+	}
+	return []string{fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.ports.etcd), "--etcd-prefix=/registry-clustergate"}
+}
+
+// Replica is a further clustergate replica, reached directly (not through
+// the APIService) the way the aggregator reaches one.
+type Replica struct {
+	// Name is the replica's component name, for StopComponent.
+	Name string
+	// URL is where it serves.
+	URL string
+}
+
+// StartReplica starts another clustergate replica on the shared etcd with
+// the flags of the first, and waits until it is ready.
+func (cp *ControlPlane) StartReplica(ctx context.Context, name string) (Replica, error) {
+	if !cp.opts.SharedEtcd {
+		return Replica{}, errors.New("replicas need Options.SharedEtcd")
+	}
+	i, err := cp.process("clustergate")
+	if err != nil {
+		return Replica{}, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return Replica{}, err
+	}
+	var args []string
+	for _, a := range cp.procs[i].cmd.Args[1:] {
+		switch {
+		case strings.HasPrefix(a, "--secure-port="):
+			a = "--secure-port=" + strconv.Itoa(port)
+		case strings.HasPrefix(a, "--data-dir="):
+			a = "--data-dir=" + filepath.Join(cp.opts.Dir, "data", name)
+		}
+		args = append(args, a)
+	}
+	if err := cp.start(name, "clustergate-apiserver", args...); err != nil {
+		return Replica{}, err
+	}
+	r := Replica{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(cp.aggregatedCA.CertPEM())
+	return r, cp.waitHTTP(ctx, r.URL+"/healthz", roots)
+}
+
+// FrontProxyClient returns an HTTP client that talks to a clustergate
+// replica the way the aggregator does: with the front-proxy client
+// certificate, so that X-Remote-User and X-Remote-Group are trusted.
+func (cp *ControlPlane) FrontProxyClient() (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(cp.pki, "front-proxy-client.crt"), filepath.Join(cp.pki, "front-proxy-client.key"))
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(cp.aggregatedCA.CertPEM())
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: "clustergate.clustergate-system.svc",
+	}}}, nil
 }
 
 // RepoRoot is the clustergate checkout the control plane was started from.

@@ -42,6 +42,8 @@ func run(m *testing.M) int {
 		BinDir:   bin,
 		RepoRoot: root,
 		Logf:     func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
+		// Replicas share the garden etcd, so a test can add one.
+		SharedEtcd: true,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)

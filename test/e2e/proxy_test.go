@@ -296,3 +296,55 @@ func shootWatches(t *testing.T) int {
 	}
 	return total
 }
+
+func TestProxyEndsOnEveryReplica(t *testing.T) {
+	ctx := context.Background()
+	_, _, _, s := proxySession(t, "replicas", "both", "30s")
+	replica, err := cp.StartReplica(ctx, "clustergate-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cp.StopComponent(replica.Name) }()
+	client, err := cp.FrontProxyClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One watch on each replica, asked the way the aggregator asks.
+	var ends []<-chan time.Time
+	for _, base := range []string{cp.ClustergateURL, replica.URL} {
+		req, _ := http.NewRequest(http.MethodGet, base+s.Status.Endpoint+"/api/v1/namespaces/default/configmaps?watch=true", nil)
+		req.Header.Set("X-Remote-User", "alice")
+		req.Header["X-Remote-Group"] = []string{"sre", "system:authenticated"}
+		var resp *http.Response
+		eventually(t, 20*time.Second, "watch through "+base, func() error {
+			var err error
+			if resp, err = client.Do(req); err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				return fmt.Errorf("%s %s", resp.Status, b)
+			}
+			return nil
+		})
+		end := make(chan time.Time, 1)
+		go func() {
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			end <- time.Now()
+		}()
+		ends = append(ends, end)
+	}
+	for i, end := range ends {
+		select {
+		case at := <-end:
+			if late := at.Sub(s.Status.ExpiresAt.Time); late > time.Second || late < -time.Second {
+				t.Errorf("replica %d: the watch ended %s after expiresAt, want within 1s", i+1, late)
+			}
+		case <-time.After(time.Until(s.Status.ExpiresAt.Add(10 * time.Second))):
+			t.Fatalf("replica %d: the watch outlived the session", i+1)
+		}
+	}
+}
