@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -14,7 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -196,6 +199,25 @@ func TestNextAction(t *testing.T) {
 				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRDenied, Message: "the target denied the session's certificate signing request"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
+		{name: "cluster target: signing failed",
+			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
+				CSR: csr(nil, certificatesv1.CertificateApproved, certificatesv1.CertificateFailed), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRFailed, Message: "the target failed to sign the session's certificate"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "cluster target refuses the server's identity",
+			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: ReasonTargetForbidden, Message: "csr is forbidden"}, Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonTargetForbidden, Message: "csr is forbidden"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "cluster target unreachable",
+			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: ReasonTargetUnreachable, Message: "dial tcp: connection refused"}, Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonTargetUnreachable, Message: "dial tcp: connection refused"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
 		{name: "cluster target: issued and valid: store it",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(good, certificatesv1.CertificateApproved)},
@@ -285,5 +307,22 @@ current-context: c
 	}
 	if server, ca, err := credentials.TargetCluster([]byte(shootKubeconfig)); err != nil || server != "https://127.0.0.1:6443" || string(ca) != "foo" {
 		t.Errorf("TargetCluster = %q, %q, %v", server, ca, err)
+	}
+}
+
+func TestTargetProblemReasons(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "certificatesigningrequests"}, "x", errors.New("no")), ReasonTargetForbidden},
+		{apierrors.NewUnauthorized("expired token"), ReasonTargetForbidden},
+		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonTargetUnreachable},
+		{apierrors.NewInternalError(errors.New("etcd")), ReasonTargetUnreachable},
+	}
+	for _, tt := range tests {
+		if got := targetProblem(tt.err).Reason; got != tt.want {
+			t.Errorf("targetProblem(%v) = %s, want %s", tt.err, got, tt.want)
+		}
 	}
 }
