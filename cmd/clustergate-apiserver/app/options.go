@@ -26,6 +26,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	netutils "k8s.io/utils/net"
@@ -70,6 +71,10 @@ type Options struct {
 	Session session.Options
 	// istioSelector is the flag form of Session.Policy.Selector.
 	istioSelector string
+	// ClientQPS and ClientBurst bound the controllers' requests to the core
+	// cluster and to the server's own API.
+	ClientQPS   float32
+	ClientBurst int
 	// ProxyLimits cap concurrent proxied requests.
 	ProxyLimits proxy.Limits
 	// ExternalURL, ExternalCAFile and the exec plugin shape session kubeconfigs.
@@ -118,6 +123,8 @@ func NewOptions() *Options {
 		},
 		istioSelector:           "app.kubernetes.io/name=clustergate",
 		ProxyLimits:             proxy.Limits{PerSession: 100, PerOwner: 250},
+		ClientQPS:               100,
+		ClientBurst:             200,
 		LeaderElect:             true,
 		LeaderElectionNamespace: serverNamespace(),
 	}
@@ -172,6 +179,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Session.Policy.PrincipalFormat, "istio-principal-format", o.Session.Policy.PrincipalFormat,
 		"Istio request principal of a session owner; {username} is replaced by the owner's user name.")
 	fs.IntVar(&o.Session.Workers, "session-workers", o.Session.Workers, "Sessions handled in parallel.")
+	fs.Float32Var(&o.ClientQPS, "controller-qps", o.ClientQPS,
+		"Requests per second of the controllers to the core cluster and to the server's own API (client-go's default of 5 would throttle thousands of objects).")
+	fs.IntVar(&o.ClientBurst, "controller-burst", o.ClientBurst, "Burst of --controller-qps.")
 	fs.IntVar(&o.ProxyLimits.PerSession, "proxy-max-requests-per-session", o.ProxyLimits.PerSession,
 		"Concurrent proxied requests (watches and streams included) per session on one replica; 0 is no limit.")
 	fs.IntVar(&o.ProxyLimits.PerOwner, "proxy-max-requests-per-owner", o.ProxyLimits.PerOwner,
@@ -255,6 +265,9 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", o.ExternalURL))
 		}
 	}
+	if o.ClientQPS <= 0 || o.ClientBurst < 1 {
+		errs = append(errs, fmt.Errorf("--controller-qps and --controller-burst must be positive"))
+	}
 	if o.Kubeconfig.Workers < 1 || o.Session.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--kubeconfig-workers and --session-workers must be at least 1"))
 	}
@@ -313,6 +326,13 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}, nil
 }
 
+// withClientLimits returns a copy of cfg with the controllers' rate limits.
+func (o *Options) withClientLimits(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.ClientQPS, o.ClientBurst
+	return cfg
+}
+
 // proxyConfig builds the proxy's registry and, with a core cluster, the
 // cache of session credentials it reads.
 func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) (sessionstorage.ProxyConfig, error) {
@@ -330,7 +350,7 @@ func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) 
 	if o.standalone {
 		return cfg, nil
 	}
-	kube, err := kubernetes.NewForConfig(serverConfig.ClientConfig)
+	kube, err := kubernetes.NewForConfig(o.withClientLimits(serverConfig.ClientConfig))
 	if err != nil {
 		return cfg, err
 	}

@@ -99,8 +99,8 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 		server.GenericAPIServer.AddPostStartHookOrDie("start-clustergate-controllers", func(hookCtx genericapiserver.PostStartHookContext) error {
 			go func() {
 				err := controllers.Run(hookCtx, controllers.Config{
-					Loopback:       hookCtx.LoopbackClientConfig,
-					Core:           core,
+					Loopback:       o.withClientLimits(hookCtx.LoopbackClientConfig),
+					Core:           o.withClientLimits(core),
 					Gardener:       o.Gardener,
 					Kubeconfig:     o.Kubeconfig,
 					Session:        o.Session,
