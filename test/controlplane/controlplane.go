@@ -210,10 +210,10 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 	return nil
 }
 
-// checkAlive fails when a started process has already exited.
+// checkAlive fails when a started process has exited without being stopped.
 func (cp *ControlPlane) checkAlive() error {
 	for _, p := range cp.procs {
-		if done, err := p.exited(); done {
+		if done, err := p.exited(); done && !p.stopped {
 			return fmt.Errorf("%s exited: %v; see %s", p.name, err, filepath.Join(cp.logs, p.name+".log"))
 		}
 	}

@@ -16,6 +16,8 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// stopped is set when the process was stopped on purpose.
+	stopped bool
 }
 
 // startProcess starts bin with args, writing its output to logDir/name.log.
@@ -55,6 +57,7 @@ func (p *process) exited() (bool, error) {
 // stop sends SIGTERM and waits up to grace for the process to end before it
 // is killed.
 func (p *process) stop(grace time.Duration) {
+	p.stopped = true
 	if done, _ := p.exited(); done {
 		return
 	}
