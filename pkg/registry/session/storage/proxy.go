@@ -72,7 +72,9 @@ func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options %T", opts))
 	}
-	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{})
+	// From the watch cache, not a quorum read per request: the registry,
+	// fed by a watch on sessions, ends connections of sessions that end.
+	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
 	if err != nil {
 		return nil, err
 	}
