@@ -56,11 +56,14 @@ type Controller struct {
 	clock    clock.WithTicker
 	recorder events.EventRecorder
 
-	objects    listers.GardenerClusterKubeconfigLister
-	secrets    corelisters.SecretLister
-	hasSynced  []cache.InformerSynced
-	queue      *controllerutil.Queue
-	shootRetry time.Duration
+	objects   listers.GardenerClusterKubeconfigLister
+	secrets   corelisters.SecretLister
+	hasSynced []cache.InformerSynced
+	// queue takes every pass; passes that ask Gardener for a kubeconfig move
+	// to gardenerQueue, so that finalizers and statuses of thousands of
+	// objects never wait behind Gardener's pace.
+	queue, gardenerQueue *controllerutil.Queue
+	shootRetry           time.Duration
 }
 
 // ManagedSecretSelector selects the Secrets the controller manages; its
@@ -83,6 +86,7 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 		shootRetry: 5 * time.Minute,
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
+	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)
 	if _, err := objects.Informer().AddEventHandler(c.queue.EventHandler(controllerutil.ObjectKey)); err != nil {
 		return nil, err
 	}
@@ -102,25 +106,53 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 
 // Run handles objects until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
+	go c.gardenerQueue.Run(ctx, c.opts.Workers, c.hasSynced...)
 	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
 
 // sync observes one object and performs its next action.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
-	obj, err := c.objects.GardenerClusterKubeconfigs(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
+	observed, action, err := c.next(ctx, key)
+	if observed.Object == nil || err != nil {
+		return controllerutil.Result{}, err
+	}
+	klog.FromContext(ctx).V(4).Info("Next action", "object", key, "action", action.Type, "reason", action.Reason)
+	if action.Type == WriteKubeconfig {
+		c.gardenerQueue.Add(key)
 		return controllerutil.Result{}, nil
 	}
-	if err != nil {
+	return controllerutil.Result{RequeueAfter: action.RequeueAfter}, c.perform(ctx, observed, action)
+}
+
+// syncGardener performs a pass that asks Gardener for a kubeconfig, if the
+// object still needs one; any other next action goes back to the main queue.
+func (c *Controller) syncGardener(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
+	observed, action, err := c.next(ctx, key)
+	if observed.Object == nil || err != nil {
 		return controllerutil.Result{}, err
+	}
+	if action.Type != WriteKubeconfig {
+		c.queue.Add(key)
+		return controllerutil.Result{}, nil
+	}
+	return controllerutil.Result{}, c.perform(ctx, observed, action)
+}
+
+// next observes an object and computes its next action; Observed.Object is
+// nil when the object is gone.
+func (c *Controller) next(ctx context.Context, key types.NamespacedName) (Observed, Action, error) {
+	obj, err := c.objects.GardenerClusterKubeconfigs(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return Observed{}, Action{}, nil
+	}
+	if err != nil {
+		return Observed{}, Action{}, err
 	}
 	observed, err := c.observe(ctx, obj)
 	if err != nil {
-		return controllerutil.Result{}, err
+		return Observed{}, Action{}, err
 	}
-	action := NextAction(observed, c.opts.Config)
-	klog.FromContext(ctx).V(4).Info("Next action", "object", key, "action", action.Type, "reason", action.Reason)
-	return controllerutil.Result{RequeueAfter: action.RequeueAfter}, c.perform(ctx, observed, action)
+	return observed, NextAction(observed, c.opts.Config), nil
 }
 
 // observe gathers the object's Secrets. The Secret named in spec is read
