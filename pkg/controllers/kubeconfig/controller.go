@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +64,13 @@ type Controller struct {
 	// to gardenerQueue, so that finalizers and statuses of thousands of
 	// objects never wait behind Gardener's pace.
 	queue, gardenerQueue *controllerutil.Queue
-	shootRetry           time.Duration
+
+	// pending remembers, per object, the kubeconfig this replica wrote last
+	// until the Secret cache shows it: a pass that sees an older Secret must
+	// not ask Gardener again.
+	pendingMu  sync.Mutex
+	pending    map[types.NamespacedName]pendingWrite
+	shootRetry time.Duration
 }
 
 // ManagedSecretSelector selects the Secrets the controller manages; its
@@ -84,6 +91,7 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 		secrets:    secrets.Lister(),
 		hasSynced:  []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
 		shootRetry: 5 * time.Minute,
+		pending:    map[types.NamespacedName]pendingWrite{},
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
 	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)
@@ -135,7 +143,42 @@ func (c *Controller) syncGardener(ctx context.Context, key types.NamespacedName)
 		c.queue.Add(key)
 		return controllerutil.Result{}, nil
 	}
+	if c.cacheBehind(key, observed.Secret) {
+		return controllerutil.Result{RequeueAfter: time.Second}, nil
+	}
 	return controllerutil.Result{}, c.perform(ctx, observed, action)
+}
+
+// pendingWrite is a kubeconfig written but not yet seen in the cache.
+type pendingWrite struct {
+	checksum string
+	at       time.Time
+}
+
+// pendingTimeout bounds how long a write may stay unseen; a Secret deleted
+// right after the write is never seen with it.
+const pendingTimeout = 30 * time.Second
+
+// cacheBehind reports whether the cached Secret is older than the last
+// kubeconfig this replica wrote for the object.
+func (c *Controller) cacheBehind(key types.NamespacedName, secret *corev1.Secret) bool {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	p, ok := c.pending[key]
+	if !ok {
+		return false
+	}
+	if (secret != nil && secret.Annotations[AnnotationChecksum] == p.checksum) || c.clock.Since(p.at) > pendingTimeout {
+		delete(c.pending, key)
+		return false
+	}
+	return true
+}
+
+func (c *Controller) wrote(key types.NamespacedName, checksum string) {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	c.pending[key] = pendingWrite{checksum: checksum, at: c.clock.Now()}
 }
 
 // next observes an object and computes its next action; Observed.Object is
@@ -283,6 +326,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 	if err != nil {
 		return err
 	}
+	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
 	rotations.WithLabelValues(a.Reason).Inc()
 	secondsUntilExpiry.WithLabelValues(obj.Namespace, obj.Name).Set(kc.ExpiresAt.Sub(now).Seconds())
 	c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, a.Reason, "WriteKubeconfig",
