@@ -84,7 +84,9 @@ func Run(ctx context.Context, cfg Config) error {
 		// Each Secret informer caches only the Secrets its controller owns.
 		credentials := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Session.Namespace),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.CredentialsSelector().String() }))
-		var gardenerSessions session.Gardener
+		// A nil *Client must reach the session controller as a nil
+		// interface: it checks for "no Gardener project" that way.
+		var gardenerSessions gardener.Requester
 		if g != nil {
 			gardenerSessions = g
 		}

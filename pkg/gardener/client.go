@@ -90,6 +90,14 @@ func ReasonOf(err error) Reason {
 	return GardenerUnavailable
 }
 
+// Requester asks Gardener for kubeconfigs: what the controllers need of
+// Gardener. *Client is the real one.
+type Requester interface {
+	RequestKubeconfig(ctx context.Context, shoot string, level AccessLevel, expiration time.Duration) (Kubeconfig, error)
+}
+
+var _ Requester = &Client{}
+
 // Client requests kubeconfigs for the Shoots of one project.
 type Client struct {
 	rest      rest.Interface

@@ -34,11 +34,6 @@ import (
 // FieldManager is the field manager of the controller's status writes.
 const FieldManager = "clustergate-kubeconfig-controller"
 
-// Gardener issues kubeconfigs; *gardener.Client is the real one.
-type Gardener interface {
-	RequestKubeconfig(ctx context.Context, shoot string, level gardener.AccessLevel, expiration time.Duration) (gardener.Kubeconfig, error)
-}
-
 // Options configure a Controller.
 type Options struct {
 	Config
@@ -53,7 +48,7 @@ type Controller struct {
 	opts     Options
 	client   versioned.Interface
 	kube     kubernetes.Interface
-	gardener Gardener
+	gardener gardener.Requester
 	clock    clock.WithTicker
 	recorder events.EventRecorder
 
@@ -82,7 +77,7 @@ func ManagedSecretSelector() labels.Selector {
 
 // New returns a controller over the given informers. The Secret informer
 // must be restricted with ManagedSecretSelector.
-func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g Gardener,
+func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g gardener.Requester,
 	objects informers.GardenerClusterKubeconfigInformer, secrets coreinformers.SecretInformer,
 	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{

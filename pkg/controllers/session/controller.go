@@ -40,11 +40,6 @@ import (
 // FieldManager is the field manager of the controller's writes.
 const FieldManager = "clustergate-session-controller"
 
-// Gardener issues kubeconfigs for Shoots; *gardener.Client is the real one.
-type Gardener interface {
-	RequestKubeconfig(ctx context.Context, shoot string, level gardener.AccessLevel, expiration time.Duration) (gardener.Kubeconfig, error)
-}
-
 // Options configure a Controller.
 type Options struct {
 	Config
@@ -63,7 +58,7 @@ type Controller struct {
 	client   versioned.Interface
 	kube     kubernetes.Interface
 	istio    istioclient.Interface
-	gardener Gardener
+	gardener gardener.Requester
 	clock    clock.WithTicker
 	recorder events.EventRecorder
 
@@ -88,7 +83,7 @@ func CredentialsSelector() labels.Selector {
 // New returns a controller over the given informers. The Secret informer
 // must cover only the server's namespace, restricted with CredentialsSelector.
 // g may be nil when no Gardener project is configured.
-func New(opts Options, client versioned.Interface, kube kubernetes.Interface, istio istioclient.Interface, g Gardener,
+func New(opts Options, client versioned.Interface, kube kubernetes.Interface, istio istioclient.Interface, g gardener.Requester,
 	sessions informers.SessionInformer, secrets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
