@@ -3,8 +3,10 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -308,6 +311,17 @@ func (o *Options) Config() (*apiserver.Config, error) {
 
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
+	}
+	// The front proxy's CA comes from a ConfigMap informer that syncs only
+	// after the server listens; until then every request of the aggregator
+	// would be anonymous and refused. Not ready before it is there.
+	if rh := serverConfig.Authentication.RequestHeaderConfig; rh != nil {
+		serverConfig.AddReadyzChecks(healthz.NamedCheck("requestheader-client-ca", func(*http.Request) error {
+			if _, ok := rh.CAContentProvider.VerifyOptions(); !ok {
+				return errors.New("the front proxy's client CA is not loaded yet")
+			}
+			return nil
+		}))
 	}
 	serverConfig.LongRunningFunc = apiserver.LongRunning
 	proxyConfig, err := o.proxyConfig(serverConfig)
