@@ -51,10 +51,13 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		start := r.clock.Now()
 		ctx, release, err := r.Open(req.Context(), t.UID, t.Owner, t.ExpiresAt)
 		if err != nil {
+			refusedRequests.WithLabelValues(reasonLabel(err)).Inc()
 			responder.Error(statusFor(err, t))
 			return
 		}
 		defer release()
+		openRequests.Inc()
+		defer openRequests.Dec()
 		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
 			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"))
 
@@ -87,6 +90,10 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 			reason := "client or target closed"
 			cause := context.Cause(ctx)
 			ended := cause != nil && !errors.Is(cause, context.Canceled)
+			if !ended {
+				cause = nil
+			}
+			closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
 			if v := recover(); v != nil && (v != http.ErrAbortHandler || !ended) {
 				panic(v)
 			}

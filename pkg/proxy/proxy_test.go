@@ -17,6 +17,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -196,15 +199,16 @@ func TestHandlerRejectsRedirects(t *testing.T) {
 func TestHandlerRefusals(t *testing.T) {
 	u, tr := backend(t, func(http.ResponseWriter, *http.Request) {})
 	tests := []struct {
-		name  string
-		setup func(r *Registry)
-		check func(error) bool
+		name   string
+		setup  func(r *Registry)
+		check  func(error) bool
+		metric string
 	}{
-		{name: "deleted", setup: func(r *Registry) { r.End("s1", ErrDeleted) }, check: apierrors.IsNotFound},
-		{name: "expired", setup: func(r *Registry) { r.End("s1", ErrExpired) }, check: func(err error) bool { return apierrors.ReasonForError(err) == "Gone" }},
-		{name: "not ready", setup: func(r *Registry) { r.End("s1", ErrNotReady) }, check: apierrors.IsServiceUnavailable},
+		{name: "deleted", setup: func(r *Registry) { r.End("s1", ErrDeleted) }, check: apierrors.IsNotFound, metric: "deleted"},
+		{name: "expired", setup: func(r *Registry) { r.End("s1", ErrExpired) }, check: func(err error) bool { return apierrors.ReasonForError(err) == "Gone" }, metric: "expired"},
+		{name: "not ready", setup: func(r *Registry) { r.End("s1", ErrNotReady) }, check: apierrors.IsServiceUnavailable, metric: "not_ready"},
 		{name: "over the limit", setup: func(r *Registry) { _, _, _ = r.Open(context.Background(), "other", "alice", time.Now().Add(time.Hour)) },
-			check: apierrors.IsTooManyRequests},
+			check: apierrors.IsTooManyRequests, metric: "owner_limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,9 +217,13 @@ func TestHandlerRefusals(t *testing.T) {
 			resp := &responder{}
 			tgt := target(u, tr)
 			tgt.ExpiresAt = time.Now().Add(time.Hour)
+			refused := counter(t, refusedRequests.WithLabelValues(tt.metric))
 			r.Handler(tgt, "/api", resp).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil))
 			if !tt.check(resp.err) {
 				t.Errorf("error %v", resp.err)
+			}
+			if got := counter(t, refusedRequests.WithLabelValues(tt.metric)) - refused; got != 1 {
+				t.Errorf("refused_requests_total{reason=%q} went up by %v, want 1", tt.metric, got)
 			}
 		})
 	}
@@ -246,12 +254,17 @@ func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {
 	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	base := serveThroughProxy(t, r, tgt)
 
+	open := gauge(t, openRequests)
+	expired := counter(t, closedRequests.WithLabelValues("expired"))
 	resp, err := http.Get(base + "/proxy/api/v1/configmaps?watch=true")
 	must(t, err)
 	defer resp.Body.Close()
 	lines := bufio.NewScanner(resp.Body)
 	if !lines.Scan() || !strings.Contains(lines.Text(), `"ADDED"`) {
 		t.Fatalf("first event: %q", lines.Text())
+	}
+	if got := gauge(t, openRequests) - open; got != 1 {
+		t.Errorf("open_requests went up by %v with the watch open, want 1", got)
 	}
 	ended := time.Now()
 	r.End("s1", ErrExpired)
@@ -277,6 +290,27 @@ func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {
 	if took := time.Since(ended); took > time.Second {
 		t.Errorf("the stream ended %s after the session, want under 1s", took)
 	}
+	// The handler returns after the client saw the end of the stream.
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return gauge(t, openRequests) == open && counter(t, closedRequests.WithLabelValues("expired")) == expired+1, nil
+	}); err != nil {
+		t.Errorf("open_requests %v (want %v), closed_requests_total{reason=expired} %v (want %v)",
+			gauge(t, openRequests), open, counter(t, closedRequests.WithLabelValues("expired")), expired+1)
+	}
+}
+
+func counter(t *testing.T, c metrics.CounterMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(c)
+	must(t, err)
+	return v
+}
+
+func gauge(t *testing.T, g metrics.GaugeMetric) float64 {
+	t.Helper()
+	v, err := testutil.GetGaugeMetricValue(g)
+	must(t, err)
+	return v
 }
 
 func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {

@@ -1,0 +1,50 @@
+package proxy
+
+import (
+	"errors"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var (
+	openRequests = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "clustergate", Subsystem: "proxy", Name: "open_requests",
+		Help:           "Proxied requests and streams open on this replica.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	closedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "clustergate", Subsystem: "proxy", Name: "closed_requests_total",
+		Help:           "Proxied requests and streams that ended, by reason (completed, expired, deleted, not_ready).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+	refusedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "clustergate", Subsystem: "proxy", Name: "refused_requests_total",
+		Help:           "Proxied requests refused by this replica's registry, by reason (expired, deleted, not_ready, session_limit, owner_limit).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+)
+
+func init() {
+	legacyregistry.MustRegister(openRequests, closedRequests, refusedRequests)
+}
+
+// reasonLabel names why a connection ended or was refused, for metrics;
+// nil is a connection that ran its course.
+func reasonLabel(err error) string {
+	switch {
+	case err == nil:
+		return "completed"
+	case errors.Is(err, ErrExpired):
+		return "expired"
+	case errors.Is(err, ErrDeleted):
+		return "deleted"
+	case errors.Is(err, ErrNotReady):
+		return "not_ready"
+	case errors.Is(err, ErrTooManyForSession):
+		return "session_limit"
+	case errors.Is(err, ErrTooManyForOwner):
+		return "owner_limit"
+	}
+	return "other"
+}
