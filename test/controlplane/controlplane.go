@@ -26,6 +26,7 @@ import (
 	"text/template"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -70,7 +71,8 @@ type Options struct {
 	// ClustergateArgs are added to clustergate-apiserver's flags.
 	ClustergateArgs []string
 	// SharedEtcd stores clustergate's objects in the garden etcd instead of
-	// its embedded one, so that StartReplica can add replicas.
+	// its embedded one, so that StartReplica can add replicas; the
+	// APIService's Service then reaches them through a balancer.
 	SharedEtcd bool
 }
 
@@ -83,6 +85,8 @@ type ControlPlane struct {
 
 	ports  ports
 	values values
+	// balancer is in front of clustergate's replicas with SharedEtcd.
+	balancer *balancer
 	// clientCA signs the certificates of garden users; gardenCA serves the
 	// garden kube-apiserver; aggregatedCA serves the aggregated servers.
 	clientCA, gardenCA, aggregatedCA *CA
@@ -144,6 +148,9 @@ func (cp *ControlPlane) Stop() {
 		cp.procs[i].stop(15 * time.Second)
 	}
 	cp.procs = nil
+	if cp.balancer != nil {
+		cp.balancer.close()
+	}
 }
 
 // ports are the listening ports of the control plane, all on 127.0.0.1.
@@ -497,13 +504,22 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	}
 	cp.ClustergateURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.clustergate)
 	cp.values.ClustergatePort = cp.ports.clustergate
+	if cp.opts.SharedEtcd {
+		// Replicas may join: the Service reaches them through a balancer,
+		// as it would through kube-proxy.
+		if cp.balancer, err = newBalancer(); err != nil {
+			return err
+		}
+		cp.balancer.add(fmt.Sprintf("127.0.0.1:%d", cp.ports.clustergate))
+		cp.values.ClustergatePort = cp.balancer.port()
+	}
 	if err := cp.applyFixture(ctx, cp.AdminKubeconfig, "clustergate-service.yaml"); err != nil {
 		return err
 	}
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "-k", filepath.Join(cp.opts.RepoRoot, "artifacts", "apiservice")); err != nil {
 		return err
 	}
-	patch := fmt.Sprintf(`{"spec":{"caBundle":%q,"service":{"port":%d}}}`, cp.values.AggregatedCABundle, cp.ports.clustergate)
+	patch := fmt.Sprintf(`{"spec":{"caBundle":%q,"service":{"port":%d}}}`, cp.values.AggregatedCABundle, cp.values.ClustergatePort)
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "patch", "apiservice", "v1alpha1.clustergate.dev", "--type=merge", "-p", patch); err != nil {
 		return err
 	}
@@ -562,8 +578,8 @@ func (cp *ControlPlane) storageArgs() []string {
 	return []string{fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.ports.etcd), "--etcd-prefix=/registry-clustergate"}
 }
 
-// Replica is a further clustergate replica, reached directly (not through
-// the APIService) the way the aggregator reaches one.
+// Replica is a further clustergate replica, behind the APIService next to
+// the first one.
 type Replica struct {
 	// Name is the replica's component name, for StopComponent.
 	Name string
@@ -572,7 +588,8 @@ type Replica struct {
 }
 
 // StartReplica starts another clustergate replica on the shared etcd with
-// the flags of the first, and waits until it is ready.
+// the flags of the first, waits until it is ready and puts it behind the
+// APIService's Service.
 func (cp *ControlPlane) StartReplica(ctx context.Context, name string) (Replica, error) {
 	if !cp.opts.SharedEtcd {
 		return Replica{}, errors.New("replicas need Options.SharedEtcd")
@@ -601,23 +618,35 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string) (Replica,
 	r := Replica{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(cp.aggregatedCA.CertPEM())
-	return r, cp.waitHTTP(ctx, r.URL+"/healthz", roots)
+	if err := cp.waitHTTP(ctx, r.URL+"/readyz", roots); err != nil {
+		return Replica{}, err
+	}
+	cp.balancer.add(fmt.Sprintf("127.0.0.1:%d", port))
+	return r, nil
 }
 
-// FrontProxyClient returns an HTTP client that talks to a clustergate
-// replica the way the aggregator does: with the front-proxy client
-// certificate, so that X-Remote-User and X-Remote-Group are trusted.
-func (cp *ControlPlane) FrontProxyClient() (*http.Client, error) {
-	cert, err := tls.LoadX509KeyPair(filepath.Join(cp.pki, "front-proxy-client.crt"), filepath.Join(cp.pki, "front-proxy-client.key"))
-	if err != nil {
-		return nil, err
+// FrontProxyConfig returns a client configuration for a clustergate replica
+// at url that authenticates the way the aggregator does, as user with
+// groups, without passing through kube-apiserver.
+func (cp *ControlPlane) FrontProxyConfig(url, user string, groups ...string) *rest.Config {
+	cfg := &rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{
+		CertFile: filepath.Join(cp.pki, "front-proxy-client.crt"), KeyFile: filepath.Join(cp.pki, "front-proxy-client.key"),
+		CAData: cp.aggregatedCA.CertPEM(), ServerName: "clustergate.clustergate-system.svc",
+	}}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			req = req.Clone(req.Context())
+			req.Header.Set("X-Remote-User", user)
+			req.Header["X-Remote-Group"] = groups
+			return rt.RoundTrip(req)
+		})
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(cp.aggregatedCA.CertPEM())
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		Certificates: []tls.Certificate{cert}, RootCAs: roots, ServerName: "clustergate.clustergate-system.svc",
-	}}}, nil
+	return cfg
 }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // RepoRoot is the clustergate checkout the control plane was started from.
 func (cp *ControlPlane) RepoRoot() string { return cp.opts.RepoRoot }

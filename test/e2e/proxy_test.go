@@ -8,11 +8,13 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -109,23 +111,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("WebSocket watch streams through both hops", func(t *testing.T) {
-		cfg := restConfig(t, session)
-		tlsConfig, err := rest.TLSConfigFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := strings.Replace(cfg.Host, "https://", "wss://", 1) + "/api/v1/namespaces/default/configmaps?watch=1"
-		dialer := websocket.Dialer{TLSClientConfig: tlsConfig, HandshakeTimeout: 10 * time.Second}
-		// The target's websocket handshake wants an Origin.
-		conn, resp, err := dialer.Dial(url, http.Header{"Origin": {"http://localhost"}})
-		if err != nil {
-			body := ""
-			if resp != nil {
-				b, _ := io.ReadAll(resp.Body)
-				body = resp.Status + " " + string(b)
-			}
-			t.Fatalf("websocket: %v %s", err, body)
-		}
+		conn := websocketWatch(t, session)
 		defer conn.Close()
 		kubectlAs(t, cp.ShootKubeconfig, "-n", "default", "create", "configmap", "over-websocket")
 		deadline := time.Now().Add(20 * time.Second)
@@ -297,54 +283,137 @@ func shootWatches(t *testing.T) int {
 	return total
 }
 
+// websocketWatch opens a WebSocket watch of ConfigMaps in the target's
+// default namespace through the session.
+func websocketWatch(t *testing.T, session string) *websocket.Conn {
+	t.Helper()
+	cfg := restConfig(t, session)
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := strings.Replace(cfg.Host, "https://", "wss://", 1) + "/api/v1/namespaces/default/configmaps?watch=1"
+	dialer := websocket.Dialer{TLSClientConfig: tlsConfig, HandshakeTimeout: 10 * time.Second}
+	// The target's websocket handshake wants an Origin.
+	conn, resp, err := dialer.Dial(url, http.Header{"Origin": {"http://localhost"}})
+	if err != nil {
+		body := ""
+		if resp != nil {
+			b, _ := io.ReadAll(resp.Body)
+			body = resp.Status + " " + string(b)
+		}
+		t.Fatalf("websocket: %v %s", err, body)
+	}
+	return conn
+}
+
+// openProxied is clustergate_proxy_open_requests of the replica at url.
+func openProxied(t *testing.T, url string) int {
+	t.Helper()
+	client, err := rest.HTTPClientFor(cp.FrontProxyConfig(url, "admin", "system:masters"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	for lines.Scan() {
+		if f := strings.Fields(lines.Text()); len(f) == 2 && f[0] == "clustergate_proxy_open_requests" {
+			n, err := strconv.ParseFloat(f[1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(n)
+		}
+	}
+	t.Fatalf("%s/metrics has no clustergate_proxy_open_requests (%s)", url, resp.Status)
+	return 0
+}
+
+// watchOnEveryReplica opens WebSocket watches through the session (the
+// whole aggregated path) until each replica holds at least one, and returns
+// channels that receive the moment each watch ended.
+func watchOnEveryReplica(t *testing.T, session string, replicas []string) []<-chan time.Time {
+	t.Helper()
+	before := make([]int, len(replicas))
+	for i, url := range replicas {
+		before[i] = openProxied(t, url)
+	}
+	var ends []<-chan time.Time
+	for range 10 {
+		conn := websocketWatch(t, session)
+		end := make(chan time.Time, 1)
+		go func() {
+			defer conn.Close()
+			for {
+				if _, _, err := conn.ReadMessage(); err != nil {
+					end <- time.Now()
+					return
+				}
+			}
+		}()
+		ends = append(ends, end)
+		// The replica counted the stream before it answered the upgrade.
+		everywhere := true
+		for i, url := range replicas {
+			everywhere = everywhere && openProxied(t, url) > before[i]
+		}
+		if everywhere {
+			t.Logf("%d WebSocket watches through the APIService reached both replicas", len(ends))
+			return ends
+		}
+	}
+	t.Fatalf("%d watches through the APIService, and a replica holds none", len(ends))
+	return nil
+}
+
+// TestProxyEndsOnEveryReplica runs two replicas behind the APIService. The
+// aggregator dials a connection of its own for each upgraded request, which
+// the Service's balancer hands to the replicas in turn, so WebSocket
+// watches through the whole path land on both.
 func TestProxyEndsOnEveryReplica(t *testing.T) {
 	ctx := context.Background()
-	_, _, _, s := proxySession(t, "replicas", "both", "30s")
+	_, _, expiring, s := proxySession(t, "replicas", "expiring", "45s")
+	deletedNS, _, deleted, _ := proxySession(t, "replicas-deleted", "deleted", "1h")
 	replica, err := cp.StartReplica(ctx, "clustergate-2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cp.StopComponent(replica.Name) }()
-	client, err := cp.FrontProxyClient()
-	if err != nil {
+	replicas := []string{cp.ClustergateURL, replica.URL}
+	expiringEnds := watchOnEveryReplica(t, expiring, replicas)
+	deletedEnds := watchOnEveryReplica(t, deleted, replicas)
+
+	_, client := clients(t)
+	deletedAt := time.Now()
+	if err := client.ClustergateV1alpha1().Sessions(deletedNS).Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	// One watch on each replica, asked the way the aggregator asks.
-	var ends []<-chan time.Time
-	for _, base := range []string{cp.ClustergateURL, replica.URL} {
-		req, _ := http.NewRequest(http.MethodGet, base+s.Status.Endpoint+"/api/v1/namespaces/default/configmaps?watch=true", nil)
-		req.Header.Set("X-Remote-User", "alice")
-		req.Header["X-Remote-Group"] = []string{"sre", "system:authenticated"}
-		var resp *http.Response
-		eventually(t, 20*time.Second, "watch through "+base, func() error {
-			var err error
-			if resp, err = client.Do(req); err != nil {
-				return err
-			}
-			if resp.StatusCode != http.StatusOK {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				return fmt.Errorf("%s %s", resp.Status, b)
-			}
-			return nil
-		})
-		end := make(chan time.Time, 1)
-		go func() {
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-			end <- time.Now()
-		}()
-		ends = append(ends, end)
-	}
-	for i, end := range ends {
+	for i, end := range deletedEnds {
 		select {
 		case at := <-end:
-			if late := at.Sub(s.Status.ExpiresAt.Time); late > time.Second || late < -time.Second {
-				t.Errorf("replica %d: the watch ended %s after expiresAt, want within 1s", i+1, late)
+			took := at.Sub(deletedAt)
+			t.Logf("watch %d of the deleted session ended %s after the delete", i+1, took)
+			if took > time.Second {
+				t.Errorf("watch %d of the deleted session ended %s after the delete, want within 1s", i+1, took)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("watch %d of the deleted session is still open", i+1)
+		}
+	}
+	for i, end := range expiringEnds {
+		select {
+		case at := <-end:
+			late := at.Sub(s.Status.ExpiresAt.Time)
+			t.Logf("watch %d of the expiring session ended %s after expiresAt", i+1, late)
+			if late > time.Second || late < -time.Second {
+				t.Errorf("watch %d ended %s after expiresAt, want within 1s", i+1, late)
 			}
 		case <-time.After(time.Until(s.Status.ExpiresAt.Add(10 * time.Second))):
-			t.Fatalf("replica %d: the watch outlived the session", i+1)
+			t.Fatalf("watch %d outlived the session", i+1)
 		}
 	}
 }
