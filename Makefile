@@ -4,7 +4,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build codegen verify test test-unit test-e2e tools bench bench-proxy run clean
+.PHONY: all build codegen verify test test-unit test-e2e tools bench bench-proxy bench-kubeconfig run clean
 
 all: build
 
@@ -37,13 +37,16 @@ test-e2e: tools build
 tools:
 	hack/tools/build.sh
 
-## bench: the GardenerClusterKubeconfig benchmark, 10,000 objects on the local control plane (not part of make test)
-bench: tools build
-	$(GO) run ./hack/bench/kubeconfig -objects=$(or $(OBJECTS),10000)
+## bench: every benchmark (not part of make test)
+bench: bench-proxy bench-kubeconfig
 
 ## bench-proxy: sessions/proxy against a direct connection to the target, in one run
 bench-proxy: tools build
 	$(GO) run ./hack/bench/proxy
+
+## bench-kubeconfig: the GardenerClusterKubeconfig benchmark, 10,000 objects on the local control plane
+bench-kubeconfig: tools build
+	$(GO) run ./hack/bench/kubeconfig -objects=$(or $(OBJECTS),10000)
 
 ## run: a local control plane with clustergate registered, in the foreground until Ctrl-C
 run:

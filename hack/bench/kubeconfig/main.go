@@ -4,7 +4,7 @@
 // measures the time until all are Ready, the Gardener requests per rotation,
 // how late rotations happen against their due time, and the server's memory.
 //
-// Run with `make bench` (-objects=10000) or smaller for a quick look:
+// Run with `make bench-kubeconfig` (-objects=10000) or smaller for a quick look:
 //
 //	go run ./hack/bench/kubeconfig -objects=500
 package main
