@@ -376,13 +376,14 @@ func watchOnEveryReplica(t *testing.T, session string, replicas []string) []<-ch
 // watches through the whole path land on both.
 func TestProxyEndsOnEveryReplica(t *testing.T) {
 	ctx := context.Background()
-	_, _, expiring, s := proxySession(t, "replicas", "expiring", "45s")
-	deletedNS, _, deleted, _ := proxySession(t, "replicas-deleted", "deleted", "1h")
 	replica, err := cp.StartReplica(ctx, "clustergate-2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cp.StopComponent(replica.Name) }()
+	deletedNS, _, deleted, _ := proxySession(t, "replicas-deleted", "deleted", "1h")
+	// Last, so that its TTL need only cover opening the watches.
+	_, _, expiring, s := proxySession(t, "replicas", "expiring", "20s")
 	replicas := []string{cp.ClustergateURL, replica.URL}
 	expiringEnds := watchOnEveryReplica(t, expiring, replicas)
 	deletedEnds := watchOnEveryReplica(t, deleted, replicas)
