@@ -104,11 +104,11 @@ type ControlPlane struct {
 // Start brings the whole control plane up and returns once clustergate's
 // APIService is Available and sessions can be listed through it. On error
 // everything started so far is stopped again.
-func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	cp = &ControlPlane{opts: opts, pki: filepath.Join(opts.Dir, "pki"), logs: filepath.Join(opts.Dir, "logs")}
+	cp := &ControlPlane{opts: opts, pki: filepath.Join(opts.Dir, "pki"), logs: filepath.Join(opts.Dir, "logs")}
 	defer func() {
 		if err != nil {
 			cp.Stop()
