@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
@@ -31,7 +32,7 @@ func LongRunning(r *http.Request, info *request.RequestInfo) bool {
 	if !info.IsResourceRequest || info.APIGroup != clustergate.GroupName || info.Resource != "sessions" || info.Subresource != "proxy" {
 		return defaultLongRunning(r, info)
 	}
-	if r.Header.Get("Upgrade") != "" {
+	if httpstream.IsUpgradeRequest(r) {
 		return true
 	}
 	// Parts are sessions, <name>, proxy, then the target's path.

@@ -25,14 +25,17 @@ func TestLongRunning(t *testing.T) {
 		{"GET", proxy + "/api/v1/namespaces/default/pods/p/log", false, false},
 		{"GET", proxy + "/apis/apps/v1/deployments", false, false},
 		{"GET", proxy + "/api/v1/namespaces/default/configmaps", true, true},
+		// An Upgrade header without "Connection: upgrade" asks for no upgrade.
+		{"GET", proxy + "/api/v1/namespaces/default/configmaps", false, false},
 		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions?watch=true", false, true},
 		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			r := httptest.NewRequest(tt.method, tt.path, nil)
+			r.Header.Set("Upgrade", "websocket")
 			if tt.upgrade {
-				r.Header.Set("Upgrade", "websocket")
+				r.Header.Set("Connection", "Upgrade")
 			}
 			info, err := factory.NewRequestInfo(r)
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"net/url"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
@@ -74,7 +75,7 @@ func ClientKubeconfig(server string, caPEM, certPEM, keyPEM []byte) ([]byte, err
 }
 
 // TargetCluster returns the server and CA of a kubeconfig's current
-// context, refusing one that skips TLS verification.
+// context, refusing one that does not verify the target with TLS.
 func TargetCluster(kubeconfig []byte) (server string, caPEM []byte, err error) {
 	cfg, err := clientcmd.Load(kubeconfig)
 	if err != nil {
@@ -90,6 +91,9 @@ func TargetCluster(kubeconfig []byte) (server string, caPEM []byte, err error) {
 	}
 	if cluster.InsecureSkipTLSVerify {
 		return "", nil, errors.New("the kubeconfig skips TLS verification of the target")
+	}
+	if u, err := url.Parse(cluster.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+		return "", nil, fmt.Errorf("the kubeconfig's server %q is not an https URL", cluster.Server)
 	}
 	if len(cluster.CertificateAuthorityData) == 0 {
 		return "", nil, errors.New("the kubeconfig carries no CA for the target")

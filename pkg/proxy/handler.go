@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/httpstream"
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
@@ -61,13 +62,7 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
 			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"))
 
-		for name := range req.Header {
-			for _, prefix := range strippedHeaderPrefixes {
-				if strings.HasPrefix(http.CanonicalHeaderKey(name), prefix) {
-					req.Header.Del(name)
-				}
-			}
-		}
+		stripCallerCredentials(req.Header)
 		body := &countingReader{ReadCloser: req.Body}
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = body
@@ -77,12 +72,16 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		// client connection when the session ends, which ends both sides.
 		stop := context.AfterFunc(ctx, cw.closeHijacked)
 		defer stop()
+		transport := t.Transport
+		if httpstream.IsUpgradeRequest(req) {
+			transport = boundTo(ctx, t.Transport)
+		}
 
 		location := *t.Backend
 		location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(path, "/")
 		// The upgrade path of the handler takes the query from Location only.
 		location.RawQuery = req.URL.RawQuery
-		h := utilproxy.NewUpgradeAwareHandler(&location, t.Transport, false, false, errorResponder{responder})
+		h := utilproxy.NewUpgradeAwareHandler(&location, transport, false, false, errorResponder{responder, t})
 		h.UseLocationHost = true
 		h.RejectForwardingRedirects = true
 
@@ -128,7 +127,7 @@ func statusFor(err error, t Target) error {
 // ERROR event whose Status says why, so that kubectl reports it.
 func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
 	watch := req.URL.Query().Get("watch")
-	if cw.hijacked.Load() || (watch != "true" && watch != "1") ||
+	if cw.hijacked.Load() || !cw.answered.Load() || (watch != "true" && watch != "1") ||
 		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
 		return
 	}
@@ -138,33 +137,113 @@ func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
 	if err != nil {
 		return
 	}
+	// An event cut off mid-line is lost; the final one stands on its own.
+	if cw.midLine.Load() {
+		event = append([]byte{'\n'}, event...)
+	}
 	_, _ = cw.ResponseWriter.Write(append(event, '\n'))
 	if f, ok := cw.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
-type errorResponder struct{ rest.Responder }
+// stripCallerCredentials removes the caller's credentials and identity
+// claims: the target sees only the session's credentials.
+func stripCallerCredentials(h http.Header) {
+	for name := range h {
+		for _, prefix := range strippedHeaderPrefixes {
+			if strings.HasPrefix(http.CanonicalHeaderKey(name), prefix) {
+				h.Del(name)
+			}
+		}
+	}
+	// A WebSocket client may carry a bearer token as a subprotocol.
+	var protocols []string
+	for _, value := range h.Values("Sec-Websocket-Protocol") {
+		for _, p := range strings.Split(value, ",") {
+			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, bearerProtocolPrefix) {
+				protocols = append(protocols, p)
+			}
+		}
+	}
+	h.Del("Sec-Websocket-Protocol")
+	if len(protocols) > 0 {
+		h.Set("Sec-Websocket-Protocol", strings.Join(protocols, ", "))
+	}
+}
 
-func (e errorResponder) Error(_ http.ResponseWriter, _ *http.Request, err error) {
+// bearerProtocolPrefix marks a WebSocket subprotocol that carries a bearer
+// token, as Kubernetes clients send it.
+const bearerProtocolPrefix = "base64url.bearer.authorization.k8s.io."
+
+// boundTo returns a copy of transport whose connections close when ctx
+// ends. An upgraded stream's connection to the target lives outside the
+// transport's pool, and the handler waits for the target's answer to the
+// upgrade without heeding the context: closing the connection is what ends
+// that wait when the session ends first.
+func boundTo(ctx context.Context, transport *http.Transport) *http.Transport {
+	bound := transport.Clone()
+	dial := transport.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	bound.DialContext = func(dialCtx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(dialCtx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		context.AfterFunc(ctx, func() { _ = conn.Close() })
+		return conn, nil
+	}
+	return bound
+}
+
+// errorResponder answers a failure to reach the target; when the session
+// ended meanwhile, it says so instead.
+type errorResponder struct {
+	rest.Responder
+	target Target
+}
+
+func (e errorResponder) Error(_ http.ResponseWriter, req *http.Request, err error) {
+	if cause := context.Cause(req.Context()); cause != nil && !errors.Is(cause, context.Canceled) {
+		e.Responder.Error(statusFor(cause, e.target))
+		return
+	}
 	e.Responder.Error(apierrors.NewServiceUnavailable(fmt.Sprintf("the session's target: %v", err)))
 }
 
-// connWriter counts what is written to the client and remembers a hijacked
-// connection so that it can be closed from outside.
+// connWriter counts what is written to the client, knows whether the
+// target's answer reached it, and remembers a hijacked connection so that it
+// can be closed from outside.
 type connWriter struct {
 	http.ResponseWriter
 	written                 atomic.Int64
 	hijackedIn, hijackedOut atomic.Int64
 	hijacked                atomic.Bool
+	// answered is set once the target's status line was passed on;
+	// midLine while the last byte written did not end a line.
+	answered, midLine atomic.Bool
 
 	mu   sync.Mutex
 	conn net.Conn
+	// closed is set when the session ended: a connection hijacked after
+	// that is closed at once.
+	closed bool
+}
+
+func (c *connWriter) WriteHeader(code int) {
+	c.answered.Store(true)
+	c.ResponseWriter.WriteHeader(code)
 }
 
 func (c *connWriter) Write(b []byte) (int, error) {
+	c.answered.Store(true)
 	n, err := c.ResponseWriter.Write(b)
 	c.written.Add(int64(n))
+	if n > 0 {
+		c.midLine.Store(b[n-1] != '\n')
+	}
 	return n, err
 }
 
@@ -184,17 +263,21 @@ func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	counted := &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut}
 	c.mu.Lock()
-	c.conn = counted
-	c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = conn.Close()
+		return nil, nil, errors.New("the session ended")
+	}
+	c.conn = &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut}
 	c.hijacked.Store(true)
-	return counted, rw, nil
+	return c.conn, rw, nil
 }
 
 func (c *connWriter) closeHijacked() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
 	if c.conn != nil {
 		_ = c.conn.Close()
 	}

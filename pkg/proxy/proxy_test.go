@@ -16,6 +16,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/metrics"
@@ -73,6 +74,40 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("cause = %v, want ErrExpired", context.Cause(ctx))
 			}
 		}},
+		{name: "not ready refuses until resumed", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+			ctx, release, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			defer release()
+			r.End("s1", ErrNotReady)
+			if !errors.Is(context.Cause(ctx), ErrNotReady) {
+				t.Errorf("cause = %v, want ErrNotReady", context.Cause(ctx))
+			}
+			if _, _, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour)); !errors.Is(err, ErrNotReady) {
+				t.Errorf("open while not ready: %v, want ErrNotReady", err)
+			}
+			r.Resume("s1")
+			_, again, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			again()
+		}},
+		{name: "resume does not lift a deletion", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+			r.End("s1", ErrDeleted)
+			r.Resume("s1")
+			if _, _, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour)); !errors.Is(err, ErrDeleted) {
+				t.Errorf("open after resume of a deleted session: %v, want ErrDeleted", err)
+			}
+		}},
+		{name: "ended sessions are forgotten after a while", run: func(t *testing.T, r *Registry, clk *clocktesting.FakeClock) {
+			r.End("s1", ErrDeleted)
+			clk.Step(tombstoneTTL)
+			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return len(r.sessions) == 0, nil
+			}); err != nil {
+				t.Errorf("the ended session is still remembered after %s", tombstoneTTL)
+			}
+		}},
 		{name: "expired sessions are refused", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
 			if _, _, err := r.Open(context.Background(), "s1", "alice", start); !errors.Is(err, ErrExpired) {
 				t.Errorf("got %v, want ErrExpired", err)
@@ -123,10 +158,23 @@ func must(t *testing.T, err error) {
 }
 
 // responder records the error a handler reports.
-type responder struct{ err error }
+// responder keeps the error it is given and, with w, writes it as a JSON
+// Status the way the API server's responder does.
+type responder struct {
+	err error
+	w   http.ResponseWriter
+}
 
 func (r *responder) Object(int, runtime.Object) {}
-func (r *responder) Error(err error)            { r.err = err }
+func (r *responder) Error(err error) {
+	r.err = err
+	var status apierrors.APIStatus
+	if r.w != nil && errors.As(err, &status) {
+		r.w.Header().Set("Content-Type", "application/json")
+		r.w.WriteHeader(int(status.Status().Code))
+		_ = json.NewEncoder(r.w).Encode(status.Status())
+	}
+}
 
 // backend is a TLS server standing in for a target kube-apiserver.
 func backend(tb testing.TB, h http.HandlerFunc) (*url.URL, *http.Transport) {
@@ -157,6 +205,7 @@ func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
 	for k, v := range map[string]string{
 		"Authorization": "Bearer stolen", "Impersonate-User": "root", "Impersonate-Group": "system:masters",
 		"X-Remote-User": "alice", "X-Remote-Group": "sre", "Accept": "application/json",
+		"Sec-WebSocket-Protocol": "v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.c3RvbGVu, v4.channel.k8s.io",
 	} {
 		req.Header.Set(k, v)
 	}
@@ -177,6 +226,9 @@ func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
 	}
 	if got.Header.Get("Accept") != "application/json" {
 		t.Errorf("ordinary headers must pass: Accept = %q", got.Header.Get("Accept"))
+	}
+	if p := got.Header.Values("Sec-WebSocket-Protocol"); len(p) != 1 || p[0] != "v5.channel.k8s.io, v4.channel.k8s.io" {
+		t.Errorf("WebSocket subprotocols at the target %q, want the channel ones without the bearer token", p)
 	}
 	if r.OpenConnections("s1") != 0 {
 		t.Errorf("connection not released")
@@ -364,5 +416,98 @@ func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {
 	case <-upstreamClosed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the upstream side of the stream stayed open")
+	}
+}
+
+// TestUpgradeEndedBeforeTheTargetAnswers ends a session while the target
+// takes its time to answer an upgrade, as a kubelet may for exec: the
+// stream must not start, and nothing of it may stay open.
+func TestUpgradeEndedBeforeTheTargetAnswers(t *testing.T) {
+	asked, backendGone := make(chan struct{}), make(chan struct{})
+	u, tr := backend(t, func(w http.ResponseWriter, _ *http.Request) {
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer close(backendGone)
+		defer conn.Close()
+		close(asked)
+		time.Sleep(500 * time.Millisecond)
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
+		_ = rw.Flush()
+		_, _ = io.Copy(conn, conn)
+	})
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	resp := &responder{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.Handler(tgt, "/exec", resp).ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+
+	raw, err := net.Dial("tcp", srv.Listener.Addr().String())
+	must(t, err)
+	defer raw.Close()
+	fmt.Fprint(raw, "GET /exec HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
+	<-asked
+	r.End("s1", ErrDeleted)
+	_ = raw.SetDeadline(time.Now().Add(3 * time.Second))
+	br := bufio.NewReader(raw)
+	if status, _ := br.ReadString('\n'); strings.Contains(status, "101") {
+		for line, _ := br.ReadString('\n'); line != "\r\n" && line != ""; line, _ = br.ReadString('\n') {
+		}
+		fmt.Fprint(raw, "ping\n")
+		if echo, err := br.ReadString('\n'); err == nil {
+			t.Fatalf("the stream started after its session ended and echoed %q", echo)
+		}
+	}
+	select {
+	case <-backendGone:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the target's side of the upgrade stayed open")
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
+		return r.OpenConnections("s1") == 0, nil
+	}); err != nil {
+		t.Error("the connection still counts against the session")
+	}
+	if !apierrors.IsNotFound(resp.err) {
+		t.Errorf("the client was told %v, want that the session is gone", resp.err)
+	}
+}
+
+// TestWatchEndedBeforeTheTargetAnswers ends a session before the target
+// answers a watch: the client gets the reason as a Status, and no watch
+// event appended to it.
+func TestWatchEndedBeforeTheTargetAnswers(t *testing.T) {
+	asked := make(chan struct{})
+	u, tr := backend(t, func(_ http.ResponseWriter, req *http.Request) {
+		close(asked)
+		<-req.Context().Done()
+	})
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	rec := httptest.NewRecorder()
+	resp := &responder{w: rec}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		req := httptest.NewRequest(http.MethodGet, "/x?watch=true", nil)
+		r.Handler(tgt, "/api/v1/configmaps", resp).ServeHTTP(rec, req)
+	}()
+	<-asked
+	r.End("s1", ErrExpired)
+	<-done
+	if apierrors.ReasonForError(resp.err) != metav1.StatusReasonGone || !strings.Contains(resp.err.Error(), "expired") {
+		t.Errorf("the client was told %v, want Gone saying the session expired", resp.err)
+	}
+	var status metav1.Status
+	if err := json.NewDecoder(rec.Body).Decode(&status); err != nil || status.Reason != metav1.StatusReasonGone {
+		t.Errorf("response %q is not the Status (%v)", rec.Body.String(), err)
+	}
+	if rec.Body.Len() != 0 {
+		t.Errorf("something was written after the Status: %q", rec.Body.String())
 	}
 }

@@ -47,11 +47,11 @@ type Registry struct {
 }
 
 type tracked struct {
-	owner   string
-	conns   map[uint64]context.CancelCauseFunc
-	timer   clock.Timer
-	ended   error
-	endedAt time.Time
+	owner string
+	conns map[uint64]context.CancelCauseFunc
+	// timer ends the session at its expiry, or forgets it once ended.
+	timer clock.Timer
+	ended error
 }
 
 // NewRegistry returns an empty registry.
@@ -107,16 +107,10 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 }
 
 // End ends every connection of a session with the given reason and refuses
-// new ones.
+// new ones for a while (ErrNotReady until Resume).
 func (r *Registry) End(uid types.UID, reason error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.clock.Now()
-	for id, t := range r.sessions {
-		if t.ended != nil && now.Sub(t.endedAt) > tombstoneTTL {
-			delete(r.sessions, id)
-		}
-	}
 	t := r.sessions[uid]
 	if t == nil {
 		t = &tracked{conns: map[uint64]context.CancelCauseFunc{}}
@@ -125,12 +119,36 @@ func (r *Registry) End(uid types.UID, reason error) {
 	if t.ended != nil {
 		return
 	}
-	t.ended, t.endedAt = reason, now
+	t.ended = reason
 	if t.timer != nil {
 		t.timer.Stop()
 	}
+	// Forget the tombstone later; from its own goroutine, as the callback
+	// may run inside a fake clock's Step.
+	t.timer = r.clock.AfterFunc(tombstoneTTL, func() { go r.forget(uid, t) })
 	for _, cancel := range t.conns {
 		cancel(reason)
+	}
+}
+
+// Resume accepts connections of a session again that End refused because
+// it was no longer ready, once it is ready again.
+func (r *Registry) Resume(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t := r.sessions[uid]; t != nil && errors.Is(t.ended, ErrNotReady) {
+		t.timer.Stop()
+		delete(r.sessions, uid)
+	}
+}
+
+// forget drops the tombstone t of a session, unless a newer entry took its
+// place.
+func (r *Registry) forget(uid types.UID, t *tracked) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions[uid] == t {
+		delete(r.sessions, uid)
 	}
 }
 

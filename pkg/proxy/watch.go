@@ -9,19 +9,32 @@ import (
 )
 
 // EndWithSessions ends the connections of a session as soon as the informer
-// reports it deleted, being deleted, or no longer Ready; forget is called
-// with the UID of each session that is gone.
+// reports it deleted, being deleted, or no longer Ready, and resumes it when
+// it is Ready again; forget is called with the UID of each session that is
+// gone.
 func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget func(types.UID)) error {
 	_, err := sessions.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// Connections may be open before the informer's first list.
+		AddFunc: func(obj any) {
+			if s, ok := obj.(*v1alpha1.Session); ok && s.DeletionTimestamp != nil {
+				r.End(s.UID, ErrDeleted)
+			}
+		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, okOld := oldObj.(*v1alpha1.Session)
 			s, ok := newObj.(*v1alpha1.Session)
+			if !ok || !okOld {
+				return
+			}
+			wasReady := meta.IsStatusConditionTrue(old.Status.Conditions, v1alpha1.SessionConditionReady)
+			ready := meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady)
 			switch {
-			case !ok || !okOld:
 			case s.DeletionTimestamp != nil:
 				r.End(s.UID, ErrDeleted)
-			case meta.IsStatusConditionTrue(old.Status.Conditions, v1alpha1.SessionConditionReady) && !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady):
+			case wasReady && !ready:
 				r.End(s.UID, ErrNotReady)
+			case !wasReady && ready:
+				r.Resume(s.UID)
 			}
 		},
 		DeleteFunc: func(obj any) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -387,6 +388,22 @@ func TestProxyRefusals(t *testing.T) {
 		{path: "sessions/mine/kubeconfig", code: 503, retryable: true, message: "--external-url"},
 		{path: "sessions/nobody/proxy/api", code: 404, message: "not found"},
 	}
+	t.Run("a path climbing out of the target's", func(t *testing.T) {
+		hc, err := rest.HTTPClientFor(config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Sent as is: the client does not clean it.
+		resp, err := hc.Get(config.Host + "/apis/clustergate.dev/v1alpha1/namespaces/proxy/sessions/mine/proxy/api/../../other/api")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 400 || !strings.Contains(string(body), `may not have a \"..\" segment`) {
+			t.Errorf("got %d %s, want 400 naming the segment", resp.StatusCode, body)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			// No retries: the test wants to see the Retry-After, not obey it.

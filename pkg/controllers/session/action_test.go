@@ -295,15 +295,23 @@ func TestCertificateRequestCarriesOwnerAndGroup(t *testing.T) {
 }
 
 func TestTargetClusterRefusesInsecureKubeconfigs(t *testing.T) {
-	insecure := `apiVersion: v1
+	for name, cluster := range map[string]string{
+		"skips TLS verification": `{server: "https://10.0.0.1", insecure-skip-tls-verify: true}`,
+		"plain HTTP":             `{server: "http://10.0.0.1", certificate-authority-data: Zm9v}`,
+		"no CA":                  `{server: "https://10.0.0.1"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			kubeconfig := `apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://10.0.0.1", insecure-skip-tls-verify: true}}]
+clusters: [{name: c, cluster: ` + cluster + `}]
 users: [{name: u, user: {token: x}}]
 contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `
-	if _, _, err := credentials.TargetCluster([]byte(insecure)); err == nil {
-		t.Error("a kubeconfig that skips TLS verification was accepted")
+			if _, _, err := credentials.TargetCluster([]byte(kubeconfig)); err == nil {
+				t.Error("accepted")
+			}
+		})
 	}
 	if server, ca, err := credentials.TargetCluster([]byte(shootKubeconfig)); err != nil || server != "https://127.0.0.1:6443" || string(ca) != "foo" {
 		t.Errorf("TargetCluster = %q, %q, %v", server, ca, err)

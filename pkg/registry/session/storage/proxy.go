@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -71,6 +72,13 @@ func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	options, ok := opts.(*clustergate.SessionProxyOptions)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options %T", opts))
+	}
+	// The path is appended to the target's URL, which may have a path of
+	// its own (a cluster behind a gateway): it may not climb out of it.
+	for _, segment := range strings.Split(options.Path, "/") {
+		if segment == "." || segment == ".." {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the path through the proxy may not have a %q segment", segment))
+		}
 	}
 	// From the watch cache, not a quorum read per request: the registry,
 	// fed by a watch on sessions, ends connections of sessions that end.
