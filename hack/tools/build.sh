@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned test tools (etcd, kube-apiserver, kube-controller-manager,
-# gardener-apiserver), each from its own Go module under hack/tools/<set>/.
+# gardener-apiserver, and node, the stand-in kubelet), each from its own Go
+# module under hack/tools/<set>/.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
@@ -37,8 +38,8 @@ build_set() {
     rm -rf "${dest}" && mkdir -p "${dest}"
     local start=${SECONDS}
     case "${set}" in
-      etcd)
-        (cd "${dir}" && go build -trimpath -ldflags "-s -w" -o "${dest}/etcd" .)
+      etcd | node)
+        (cd "${dir}" && go build -trimpath -ldflags "-s -w" -o "${dest}/${set}" .)
         ;;
       kube)
         local flags
@@ -67,7 +68,7 @@ build_set() {
 }
 
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener)
+[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener node)
 for s in "${sets[@]}"; do
   build_set "${s}"
 done

@@ -40,6 +40,11 @@ const (
 	Shoot   = "local"
 )
 
+// NodeName is the shoot's one node, a stand-in kubelet that serves exec
+// (of the commands echo and cat) and port-forward (to an echo service) for
+// pods bound to it.
+const NodeName = "stand-in"
+
 // ShootTargetSecret is the Secret in clustergate-system that holds a
 // kubeconfig of the shoot, for sessions with a cluster target.
 const ShootTargetSecret = "shoot-kubeconfig"
@@ -155,7 +160,7 @@ func (cp *ControlPlane) Stop() {
 
 // ports are the listening ports of the control plane, all on 127.0.0.1.
 type ports struct {
-	etcd, etcdPeer, garden, shoot, gardenControllers, signer, gardener, clustergate int
+	etcd, etcdPeer, garden, shoot, gardenControllers, signer, gardener, clustergate, node int
 }
 
 func (cp *ControlPlane) start(name, bin string, args ...string) error {
@@ -238,7 +243,7 @@ func freePort() (int, error) {
 
 func allocatePorts() (ports, error) {
 	var p ports
-	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.gardenControllers, &p.signer, &p.gardener, &p.clustergate} {
+	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.gardenControllers, &p.signer, &p.gardener, &p.clustergate, &p.node} {
 		port, err := freePort()
 		if err != nil {
 			return p, err
@@ -291,6 +296,20 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The shoot's node: its serving certificate, verified by the shoot's
+	// kube-apiserver, which presents a client certificate of its own.
+	nodeCA, err := NewCA(pki, "node-ca", false)
+	if err != nil {
+		return err
+	}
+	nodeServing, err := nodeCA.ServingCert(pki, "node")
+	if err != nil {
+		return err
+	}
+	kubeletClient, err := shootClientCA.ClientCert(pki, "shoot-apiserver-kubelet-client", "kube-apiserver-kubelet-client")
+	if err != nil {
+		return err
+	}
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcdPeer)
@@ -337,7 +356,17 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
-	if err := kubeAPIServer("shoot-apiserver", cp.ports.shoot, shootServing, shootClientCA, "/registry-shoot"); err != nil {
+	if err := kubeAPIServer("shoot-apiserver", cp.ports.shoot, shootServing, shootClientCA, "/registry-shoot",
+		"--kubelet-certificate-authority="+nodeCA.CertFile,
+		"--kubelet-client-certificate="+kubeletClient.CertFile,
+		"--kubelet-client-key="+kubeletClient.KeyFile,
+		"--kubelet-preferred-address-types=InternalIP",
+	); err != nil {
+		return err
+	}
+	if err := cp.start("node", "node", fmt.Sprintf("--listen=127.0.0.1:%d", cp.ports.node),
+		"--tls-cert-file="+nodeServing.CertFile, "--tls-private-key-file="+nodeServing.KeyFile,
+		"--client-ca-file="+shootClientCA.CertFile); err != nil {
 		return err
 	}
 
@@ -370,7 +399,27 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	cp.values.ShootClientCACert = base64File(shootClientCA.CertFile)
 	cp.values.ShootClientCAKey = base64File(shootClientCA.KeyFile)
 	cp.gardenCA = gardenCA
-	return cp.applyFixture(ctx, cp.ShootKubeconfig, "shoot-rbac.yaml")
+	if err := cp.applyFixture(ctx, cp.ShootKubeconfig, "shoot-rbac.yaml"); err != nil {
+		return err
+	}
+	return cp.registerNode(ctx)
+}
+
+// registerNode makes the stand-in node known to the shoot, Ready, at its
+// address and port, so that the shoot's kube-apiserver sends exec and
+// port-forward of pods bound to it there.
+func (cp *ControlPlane) registerNode(ctx context.Context) error {
+	cp.values.NodeName = NodeName
+	if err := cp.applyFixture(ctx, cp.ShootKubeconfig, "shoot-node.yaml"); err != nil {
+		return err
+	}
+	status := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}],`+
+		`"daemonEndpoints":{"kubeletEndpoint":{"Port":%d}},`+
+		`"conditions":[{"type":"Ready","status":"True","reason":"StandIn","message":"the control plane's stand-in node",`+
+		`"lastHeartbeatTime":%q,"lastTransitionTime":%q}]}}`,
+		cp.ports.node, time.Now().UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339))
+	_, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "patch", "node", NodeName, "--subresource=status", "--type=merge", "-p", status)
+	return err
 }
 
 // startControllerManagers starts one kube-controller-manager per cluster,
@@ -731,6 +780,7 @@ type values struct {
 	GardenerPort, ClustergatePort       int
 	GardenerGroupVersions               []struct{ Group, Version string }
 	AggregatedCABundle                  string
+	NodeName                            string
 }
 
 func (cp *ControlPlane) applyFixture(ctx context.Context, kubeconfig, name string) error {
