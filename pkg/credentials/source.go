@@ -34,7 +34,14 @@ type Source struct {
 	secrets  corelisters.SecretNamespaceLister
 	mu       sync.Mutex
 	backends map[types.UID]cachedBackend
+	// forgotten holds sessions that are gone, and since when, so that a
+	// call racing their end does not cache their backend again.
+	forgotten map[types.UID]time.Time
 }
+
+// forgetFor is how long a gone session is remembered; a request that read
+// it before it went is long over by then.
+const forgetFor = 10 * time.Minute
 
 type cachedBackend struct {
 	resourceVersion string
@@ -43,7 +50,7 @@ type cachedBackend struct {
 
 // NewSource returns a source over a lister of the server's namespace.
 func NewSource(secrets corelisters.SecretNamespaceLister) *Source {
-	return &Source{secrets: secrets, backends: map[types.UID]cachedBackend{}}
+	return &Source{secrets: secrets, backends: map[types.UID]cachedBackend{}, forgotten: map[types.UID]time.Time{}}
 }
 
 // Backend returns the backend of the session with the given UID.
@@ -61,6 +68,9 @@ func (s *Source) Backend(uid types.UID) (Backend, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, gone := s.forgotten[uid]; gone {
+		return Backend{}, ErrNotMinted
+	}
 	if c, ok := s.backends[uid]; ok && c.resourceVersion == secret.ResourceVersion {
 		return c.backend, nil
 	}
@@ -75,7 +85,8 @@ func (s *Source) Backend(uid types.UID) (Backend, error) {
 	return b, nil
 }
 
-// Forget drops the cached backend of an ended session.
+// Forget drops the cached backend of an ended session and refuses the
+// session from then on, though its Secret may linger in the cache.
 func (s *Source) Forget(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -83,6 +94,13 @@ func (s *Source) Forget(uid types.UID) {
 		c.backend.Transport.CloseIdleConnections()
 		delete(s.backends, uid)
 	}
+	now := time.Now()
+	for old, at := range s.forgotten {
+		if now.Sub(at) > forgetFor {
+			delete(s.forgotten, old)
+		}
+	}
+	s.forgotten[uid] = now
 }
 
 func newBackend(kubeconfig []byte) (Backend, error) {

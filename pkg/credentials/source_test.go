@@ -80,4 +80,10 @@ current-context: c
 	if _, err := source.Backend("insecure"); err == nil {
 		t.Error("a kubeconfig that skips TLS verification gave a backend")
 	}
+
+	// The session ended; its Secret is still in the cache.
+	source.Forget("s1")
+	if _, err := source.Backend("s1"); !errors.Is(err, ErrNotMinted) {
+		t.Errorf("after Forget: %v, want ErrNotMinted", err)
+	}
 }
