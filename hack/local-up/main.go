@@ -53,6 +53,15 @@ func run(ctx context.Context, root, dir, bin string) error {
 		}
 	}
 
+	// The example session's kubeconfig, completed with the admin's
+	// certificate, for a first look through the proxy.
+	sessionKubeconfig := filepath.Join(dir, "look-around.kubeconfig")
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "wait", "--for=condition=Ready", "--timeout=60s", "session/look-around"); err != nil {
+		logf("the example session is not Ready: %v", err)
+	} else if err := cp.SessionKubeconfig(ctx, cp.AdminKubeconfig, "demo", "look-around", sessionKubeconfig); err != nil {
+		logf("no kubeconfig for the example session: %v", err)
+	}
+
 	rel := func(p string) string {
 		if r, err := filepath.Rel(root, p); err == nil {
 			return r
@@ -69,11 +78,12 @@ clustergate is registered with the garden kube-apiserver at %s.
   kubectl explain session.spec
 
 The shoot "local" (Gardener project "local"): kubectl --kubeconfig=%s get ns
+Through the session demo/look-around:    kubectl --kubeconfig=%s get ns
 A kubeconfig for another user:           hack/local-user.sh alice [GROUP...]
 Logs: %s
 
 Press Ctrl-C to stop.
-`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(filepath.Join(dir, "logs")))
+`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig), rel(filepath.Join(dir, "logs")))
 
 	<-ctx.Done()
 	return nil

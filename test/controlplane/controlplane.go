@@ -756,6 +756,40 @@ func WriteUserKubeconfig(dir, name string, groups ...string) (string, error) {
 	return path, writeKubeconfig(path, "garden", cluster.Server, cluster.CertificateAuthorityData, kp, name)
 }
 
+// SessionKubeconfig fetches sessions/<name>/kubeconfig in namespace as the
+// owner whose garden kubeconfig is ownerKubeconfig, completes its user with
+// the owner's client certificate, as an exec plugin would, and writes it to
+// path. A kubeconfig that comes with credentials of its own is refused.
+func (cp *ControlPlane) SessionKubeconfig(ctx context.Context, ownerKubeconfig, namespace, name, path string) error {
+	raw, err := cp.Kubectl(ctx, ownerKubeconfig, nil, "get", "--raw",
+		fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/%s/kubeconfig", namespace, name))
+	if err != nil {
+		return err
+	}
+	var answer struct{ Kubeconfig []byte }
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.Load(answer.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	for _, u := range cfg.AuthInfos {
+		if u.Token != "" || u.TokenFile != "" || len(u.ClientKeyData) > 0 || u.ClientKey != "" || u.Password != "" {
+			return errors.New("sessions/kubeconfig handed out credentials")
+		}
+	}
+	owner, err := clientcmd.LoadFromFile(ownerKubeconfig)
+	if err != nil {
+		return err
+	}
+	ownerUser := owner.AuthInfos[owner.Contexts[owner.CurrentContext].AuthInfo]
+	cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: ownerUser.ClientCertificateData, ClientKeyData: ownerUser.ClientKeyData,
+	}
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
 // Kubectl runs kubectl against the cluster of kubeconfig and returns its
 // output; stdin, if not nil, is its input.
 func (cp *ControlPlane) Kubectl(ctx context.Context, kubeconfig string, stdin []byte, args ...string) ([]byte, error) {

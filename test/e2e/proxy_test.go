@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -20,41 +19,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/test/controlplane"
 )
 
-// sessionKubeconfig fetches sessions/kubeconfig as the owner and completes
-// its user with the owner's client certificate for the control plane, as
-// an exec plugin would.
+// sessionKubeconfig writes the session's kubeconfig, completed with the
+// owner's client certificate, and returns its path.
 func sessionKubeconfig(t *testing.T, ownerKubeconfig, ns, name string) string {
 	t.Helper()
-	raw := kubectlAs(t, ownerKubeconfig, "get", "--raw", fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/%s/kubeconfig", ns, name))
-	var answer v1alpha1.SessionKubeconfig
-	if err := json.Unmarshal([]byte(raw), &answer); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.Load(answer.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, u := range cfg.AuthInfos {
-		if u.Token != "" || len(u.ClientKeyData) > 0 || u.ClientKey != "" {
-			t.Fatalf("sessions/kubeconfig handed out credentials")
-		}
-	}
-	owner, err := clientcmd.LoadFromFile(ownerKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ownerUser := owner.AuthInfos[owner.Contexts[owner.CurrentContext].AuthInfo]
-	cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo] = &clientcmdapi.AuthInfo{
-		ClientCertificateData: ownerUser.ClientCertificateData, ClientKeyData: ownerUser.ClientKeyData,
-	}
 	path := filepath.Join(t.TempDir(), "session.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := cp.SessionKubeconfig(context.Background(), ownerKubeconfig, ns, name, path); err != nil {
 		t.Fatal(err)
 	}
 	return path
