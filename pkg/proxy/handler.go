@@ -67,7 +67,13 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		if req.Body != nil && req.Body != http.NoBody {
 			req.Body = body
 		}
-		cw := &connWriter{ResponseWriter: w}
+		cw := &connWriter{ResponseWriter: w, websocket: strings.EqualFold(req.Header.Get("Upgrade"), "websocket"),
+			endReason: func() error {
+				if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+					return fmt.Errorf("session %s/%s: %w", t.Namespace, t.Name, cause)
+				}
+				return nil
+			}}
 		// An upgraded stream no longer heeds the request context: close its
 		// client connection when the session ends, which ends both sides.
 		stop := context.AfterFunc(ctx, cw.closeHijacked)
@@ -225,6 +231,11 @@ type connWriter struct {
 	// midLine while the last byte written did not end a line.
 	answered, midLine atomic.Bool
 
+	// websocket is set for a WebSocket upgrade, whose end is announced
+	// with a close frame saying endReason.
+	websocket bool
+	endReason func() error
+
 	mu   sync.Mutex
 	conn net.Conn
 	// closed is set when the session ended: a connection hijacked after
@@ -270,6 +281,9 @@ func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		return nil, nil, errors.New("the session ended")
 	}
 	c.conn = &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut}
+	if c.websocket {
+		c.conn = &websocketConn{Conn: c.conn, reason: c.endReason}
+	}
 	c.hijacked.Store(true)
 	return c.conn, rw, nil
 }

@@ -516,6 +516,10 @@ func TestProxyExecEndsAtExpiry(t *testing.T) {
 	if !strings.HasPrefix(out.String(), "still here\n") {
 		t.Errorf("the stream did not carry data before: %q", out.String())
 	}
+	// The WebSocket stream ends with a close frame saying why.
+	if !strings.Contains(out.String(), "proxy-exec-expiry/brief-exec: the session expired") {
+		t.Errorf("kubectl does not say the session expired: %q", out.String())
+	}
 }
 
 // stampedWriter keeps what is written and when each write came.

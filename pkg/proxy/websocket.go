@@ -1,0 +1,151 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"strings"
+	"sync"
+)
+
+// closePolicyViolation is the WebSocket close code sent when a session
+// ends a stream: the client may not go on, and the reason says why.
+const closePolicyViolation = 1008
+
+// websocketConn is the client side of an upgraded WebSocket stream. It
+// follows the frames written to the client, so that when the session ends
+// it can finish with a close frame that says why, between two frames,
+// instead of cutting the connection mid-frame; kubectl then reports the
+// reason instead of an abnormal closure.
+type websocketConn struct {
+	net.Conn
+	// reason says why the stream is being closed by its session; nil for
+	// any other close.
+	reason func() error
+
+	mu     sync.Mutex
+	frames frameTracker
+	closed bool
+}
+
+func (c *websocketConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Write(b)
+	c.frames.feed(b[:n])
+	return n, err
+}
+
+func (c *websocketConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	if err := c.reason(); err != nil && c.frames.atBoundary() {
+		_, _ = c.Conn.Write(closeFrame(closePolicyViolation, err.Error()))
+	}
+	return c.Conn.Close()
+}
+
+// closeFrame is an unmasked close frame, as a server sends it, with the
+// reason cut to what a control frame may carry.
+func closeFrame(code uint16, reason string) []byte {
+	const maxReason = 123
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "")
+	}
+	frame := []byte{0x88, byte(2 + len(reason)), byte(code >> 8), byte(code)}
+	return append(frame, reason...)
+}
+
+// frameTracker follows what a server writes on an upgraded connection: the
+// HTTP response that switches protocols, then WebSocket frames. It knows
+// whether the bytes so far end exactly between two frames.
+type frameTracker struct {
+	// response collects the HTTP response until its blank line.
+	response []byte
+	inFrames bool
+	// disabled is set when the response did not switch protocols, or the
+	// stream is not understood: no boundary is ever reported then.
+	disabled bool
+	header   []byte
+	// remaining payload bytes of the current frame.
+	remaining uint64
+}
+
+func (f *frameTracker) feed(b []byte) {
+	if f.disabled {
+		return
+	}
+	if !f.inFrames {
+		f.response = append(f.response, b...)
+		end := bytes.Index(f.response, []byte("\r\n\r\n"))
+		if end < 0 {
+			if len(f.response) > 64<<10 {
+				f.disable()
+			}
+			return
+		}
+		if !bytes.HasPrefix(f.response, []byte("HTTP/1.1 101 ")) {
+			f.disable()
+			return
+		}
+		b = f.response[end+4:]
+		f.response, f.inFrames = nil, true
+	}
+	for len(b) > 0 {
+		if f.remaining > 0 {
+			n := min(uint64(len(b)), f.remaining)
+			f.remaining -= n
+			b = b[n:]
+			continue
+		}
+		f.header = append(f.header, b[0])
+		b = b[1:]
+		if size := headerSize(f.header); size > 0 && len(f.header) == size {
+			f.remaining = payloadSize(f.header)
+			f.header = f.header[:0]
+		}
+	}
+}
+
+func (f *frameTracker) disable() { f.disabled, f.response = true, nil }
+
+func (f *frameTracker) atBoundary() bool {
+	return !f.disabled && f.inFrames && f.remaining == 0 && len(f.header) == 0
+}
+
+// headerSize is the length of a frame header that starts with h, once h
+// holds enough of it to tell; 0 before.
+func headerSize(h []byte) int {
+	if len(h) < 2 {
+		return 0
+	}
+	size := 2
+	switch h[1] & 0x7f {
+	case 126:
+		size += 2
+	case 127:
+		size += 8
+	}
+	if h[1]&0x80 != 0 {
+		size += 4 // masking key
+	}
+	return size
+}
+
+func payloadSize(h []byte) uint64 {
+	switch n := h[1] & 0x7f; n {
+	case 126:
+		return uint64(binary.BigEndian.Uint16(h[2:4]))
+	case 127:
+		return binary.BigEndian.Uint64(h[2:10])
+	default:
+		return uint64(n)
+	}
+}

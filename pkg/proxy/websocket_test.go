@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"k8s.io/utils/clock"
+)
+
+func frame(payload int, masked bool) []byte {
+	b := []byte{0x82}
+	mask := byte(0)
+	if masked {
+		mask = 0x80
+	}
+	switch {
+	case payload < 126:
+		b = append(b, mask|byte(payload))
+	case payload < 1<<16:
+		b = append(b, mask|126, byte(payload>>8), byte(payload))
+	default:
+		b = append(b, mask|127, 0, 0, 0, 0, byte(payload>>24), byte(payload>>16), byte(payload>>8), byte(payload))
+	}
+	if masked {
+		b = append(b, 1, 2, 3, 4)
+	}
+	return append(b, bytes.Repeat([]byte{'x'}, payload)...)
+}
+
+func TestFrameTracker(t *testing.T) {
+	switching := []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	tests := []struct {
+		name     string
+		stream   []byte
+		boundary bool
+	}{
+		{"response only", switching, true},
+		{"response cut", switching[:20], false},
+		{"small frames", join(switching, frame(5, false), frame(0, false)), true},
+		{"16-bit length", join(switching, frame(300, false)), true},
+		{"64-bit length", join(switching, frame(70000, false)), true},
+		{"masked", join(switching, frame(10, true)), true},
+		{"mid payload", join(switching, frame(300, false))[:len(switching)+100], false},
+		{"mid header", join(switching, frame(300, false))[:len(switching)+3], false},
+		{"not switching", []byte("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"), false},
+	}
+	for _, tt := range tests {
+		// Every way of cutting the stream into writes gives the same answer.
+		for _, chunk := range []int{1, 3, 7, 64, 1 << 20} {
+			var f frameTracker
+			for b := tt.stream; len(b) > 0; {
+				n := min(chunk, len(b))
+				f.feed(b[:n])
+				b = b[n:]
+			}
+			if got := f.atBoundary(); got != tt.boundary {
+				t.Errorf("%s in writes of %d: at a boundary = %v, want %v", tt.name, chunk, got, tt.boundary)
+			}
+		}
+	}
+}
+
+func TestCloseFrameReasonFits(t *testing.T) {
+	f := closeFrame(closePolicyViolation, strings.Repeat("é", 100))
+	if len(f) > 2+125 || int(f[1]) != len(f)-2 {
+		t.Errorf("close frame of %d bytes says %d", len(f), f[1])
+	}
+}
+
+// TestWebSocketEndsWithCloseFrame ends a session under an open WebSocket
+// stream: the client gets a close frame saying why, not a cut connection.
+func TestWebSocketEndsWithCloseFrame(t *testing.T) {
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for i := 0; ; i++ {
+			if err := conn.WriteMessage(websocket.BinaryMessage, bytes.Repeat([]byte{'e'}, 1+i%300)); err != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	base := serveThroughProxy(t, r, tgt)
+
+	conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http://", "ws://", 1)+"/proxy/stream", nil)
+	must(t, err)
+	defer conn.Close()
+	if _, _, err := conn.ReadMessage(); err != nil {
+		t.Fatal(err)
+	}
+	r.End("s1", ErrExpired)
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		_, _, err := conn.ReadMessage()
+		if err == nil {
+			continue
+		}
+		var closed *websocket.CloseError
+		if !errors.As(err, &closed) || closed.Code != closePolicyViolation || !strings.Contains(closed.Text, "session sre/fix: the session expired") {
+			t.Errorf("the stream ended with %v, want a close frame %d saying the session expired", err, closePolicyViolation)
+		}
+		return
+	}
+}
