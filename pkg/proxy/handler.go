@@ -44,6 +44,10 @@ type Target struct {
 // and identity claims. The target sees only the session's credentials.
 var strippedHeaderPrefixes = []string{"Authorization", "Impersonate-", "X-Remote-", "Proxy-Authorization"}
 
+// endWriteTimeout is how long a response may still take to reach its
+// client once the session ended: enough for the final watch event.
+const endWriteTimeout = time.Second
+
 // Handler returns the handler of one proxied request to path (below the
 // proxy subresource) of a session. Setup errors go to responder as Status
 // objects.
@@ -74,9 +78,14 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 				}
 				return nil
 			}}
-		// An upgraded stream no longer heeds the request context: close its
-		// client connection when the session ends, which ends both sides.
-		stop := context.AfterFunc(ctx, cw.closeHijacked)
+		// When the session ends: an upgraded stream no longer heeds the
+		// request context, so close its client connection, which ends both
+		// sides; any other response gets a write deadline, so that a client
+		// that stopped reading cannot hold the handler.
+		stop := context.AfterFunc(ctx, func() {
+			cw.closeHijacked()
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(endWriteTimeout))
+		})
 		defer stop()
 		transport := t.Transport
 		if httpstream.IsUpgradeRequest(req) {

@@ -511,3 +511,40 @@ func TestWatchEndedBeforeTheTargetAnswers(t *testing.T) {
 		t.Errorf("something was written after the Status: %q", rec.Body.String())
 	}
 }
+
+// TestWatchToAClientThatStoppedReading ends a session whose watch client
+// no longer reads while the target floods it: the handler must still
+// return, leaving nothing behind.
+func TestWatchToAClientThatStoppedReading(t *testing.T) {
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		event := []byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"` + strings.Repeat("n", 4000) + `"}}}` + "\n")
+		for r.Context().Err() == nil {
+			if _, err := w.Write(event); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	})
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	base, _ := url.Parse(serveThroughProxy(t, r, tgt))
+
+	raw, err := net.Dial("tcp", base.Host)
+	must(t, err)
+	defer raw.Close()
+	fmt.Fprintf(raw, "GET /proxy/api/v1/configmaps?watch=true HTTP/1.1\r\nHost: %s\r\n\r\n", base.Host)
+	// Read nothing: the buffers between the proxy and the client fill up.
+	time.Sleep(500 * time.Millisecond)
+	ended := time.Now()
+	r.End("s1", ErrExpired)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return r.OpenConnections("s1") == 0, nil
+	}); err != nil {
+		t.Fatal("the watch of a client that stopped reading outlived its session")
+	}
+	if took := time.Since(ended); took > 2*time.Second {
+		t.Errorf("the watch ended %s after the session, want within the write deadline", took)
+	}
+}

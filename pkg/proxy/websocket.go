@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 )
 
 // closePolicyViolation is the WebSocket close code sent when a session
@@ -39,7 +40,13 @@ func (c *websocketConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// closeFrameTimeout bounds the wait for the close frame: a client that
+// stopped reading must not keep its stream open past the session.
+const closeFrameTimeout = 200 * time.Millisecond
+
 func (c *websocketConn) Close() error {
+	// An in-flight write to a client that does not read gives up too.
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(closeFrameTimeout))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 )
 
@@ -112,5 +114,40 @@ func TestWebSocketEndsWithCloseFrame(t *testing.T) {
 			t.Errorf("the stream ended with %v, want a close frame %d saying the session expired", err, closePolicyViolation)
 		}
 		return
+	}
+}
+
+// TestWebSocketToAClientThatStoppedReading ends a session whose client no
+// longer reads while the target floods it: the stream must still end.
+func TestWebSocketToAClientThatStoppedReading(t *testing.T) {
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		chunk := bytes.Repeat([]byte{'f'}, 64<<10)
+		for conn.WriteMessage(websocket.BinaryMessage, chunk) == nil {
+		}
+	})
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	tgt := target(u, tr)
+	tgt.ExpiresAt = time.Now().Add(time.Hour)
+	base := serveThroughProxy(t, r, tgt)
+
+	conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http://", "ws://", 1)+"/proxy/stream", nil)
+	must(t, err)
+	defer conn.Close()
+	// Read nothing: the buffers between the proxy and the client fill up.
+	time.Sleep(500 * time.Millisecond)
+	ended := time.Now()
+	r.End("s1", ErrDeleted)
+	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return r.OpenConnections("s1") == 0, nil
+	}); err != nil {
+		t.Fatal("the stream to a client that stopped reading outlived its session")
+	}
+	if took := time.Since(ended); took > time.Second {
+		t.Errorf("the stream ended %s after the session, want under 1s", took)
 	}
 }
