@@ -83,6 +83,11 @@ func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	// From the watch cache, not a quorum read per request: the registry,
 	// fed by a watch on sessions, ends connections of sessions that end.
 	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		// The cache may not have caught up with a session created a moment
+		// ago: ask etcd before saying it does not exist.
+		obj, err = r.store.Get(ctx, name, &metav1.GetOptions{})
+	}
 	if err != nil {
 		return nil, err
 	}
