@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,9 +45,10 @@ type Target struct {
 // and identity claims. The target sees only the session's credentials.
 var strippedHeaderPrefixes = []string{"Authorization", "Impersonate-", "X-Remote-", "Proxy-Authorization"}
 
-// endWriteTimeout is how long a response may still take to reach its
-// client once the session ended: enough for the final watch event.
-const endWriteTimeout = time.Second
+// endWriteTimeout is how long a streamed response may still take to reach
+// its client once the session ended: enough for the final watch event, and
+// within the second in which every stream of the session must end.
+const endWriteTimeout = 500 * time.Millisecond
 
 // Handler returns the handler of one proxied request to path (below the
 // proxy subresource) of a session. Setup errors go to responder as Status
@@ -72,21 +74,41 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 			req.Body = body
 		}
 		cw := &connWriter{ResponseWriter: w, websocket: strings.EqualFold(req.Header.Get("Upgrade"), "websocket"),
-			endReason: func() error {
-				if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			ended: func() error {
+				if cause := sessionEnd(ctx); cause != nil {
 					return fmt.Errorf("session %s/%s: %w", t.Namespace, t.Name, cause)
 				}
 				return nil
 			}}
 		// When the session ends: an upgraded stream no longer heeds the
 		// request context, so close its client connection, which ends both
-		// sides; any other response gets a write deadline, so that a client
-		// that stopped reading cannot hold the handler.
+		// sides; a streamed response gets a write deadline, so that a client
+		// that stopped reading cannot hold the handler. (Ordinary requests
+		// are bounded by the request timeout, whose filter may return before
+		// this handler does.)
+		streaming := LongRunning(req, path)
+		var endMu sync.Mutex
+		returned := false
 		stop := context.AfterFunc(ctx, func() {
-			cw.closeHijacked()
-			_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(endWriteTimeout))
+			why := cw.ended()
+			if why == nil {
+				return
+			}
+			cw.closeHijacked(why)
+			endMu.Lock()
+			defer endMu.Unlock()
+			// The response writer is the server's once the handler returned.
+			if streaming && !returned && !cw.hijacked.Load() {
+				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(endWriteTimeout))
+			}
 		})
-		defer stop()
+		defer func() {
+			// Also waits for a callback that already runs.
+			stop()
+			endMu.Lock()
+			returned = true
+			endMu.Unlock()
+		}()
 		transport := t.Transport
 		if httpstream.IsUpgradeRequest(req) {
 			transport = boundTo(ctx, t.Transport)
@@ -102,11 +124,8 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 
 		defer func() {
 			reason := "client or target closed"
-			cause := context.Cause(ctx)
-			ended := cause != nil && !errors.Is(cause, context.Canceled)
-			if !ended {
-				cause = nil
-			}
+			cause := sessionEnd(ctx)
+			ended := cause != nil
 			closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
 			if v := recover(); v != nil && (v != http.ErrAbortHandler || !ended) {
 				panic(v)
@@ -123,6 +142,19 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		}()
 		h.ServeHTTP(cw, req.WithContext(ctx))
 	})
+}
+
+// sessionEnd is why the session ended a connection's context, or nil when
+// something else did: the client went away, the request timed out, or the
+// handler returned.
+func sessionEnd(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	for _, end := range []error{ErrExpired, ErrDeleted, ErrNotReady} {
+		if errors.Is(cause, end) {
+			return cause
+		}
+	}
+	return nil
 }
 
 // statusFor turns a refusal of the registry into a Status error.
@@ -221,7 +253,7 @@ type errorResponder struct {
 }
 
 func (e errorResponder) Error(_ http.ResponseWriter, req *http.Request, err error) {
-	if cause := context.Cause(req.Context()); cause != nil && !errors.Is(cause, context.Canceled) {
+	if cause := sessionEnd(req.Context()); cause != nil {
 		e.Responder.Error(statusFor(cause, e.target))
 		return
 	}
@@ -240,15 +272,18 @@ type connWriter struct {
 	// midLine while the last byte written did not end a line.
 	answered, midLine atomic.Bool
 
-	// websocket is set for a WebSocket upgrade, whose end is announced
-	// with a close frame saying endReason.
+	// websocket is set for a WebSocket upgrade, whose end by the session
+	// is announced with a close frame; ended says why the session ended,
+	// nil while it has not.
 	websocket bool
-	endReason func() error
+	ended     func() error
 
-	mu   sync.Mutex
-	conn net.Conn
-	// closed is set when the session ended: a connection hijacked after
-	// that is closed at once.
+	mu sync.Mutex
+	// conn is the hijacked client connection as the handler uses it; raw
+	// is the network connection beneath it.
+	conn, raw net.Conn
+	// closed is set when the session ended: no connection is hijacked
+	// after that.
 	closed bool
 }
 
@@ -279,31 +314,43 @@ func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, errors.New("the connection cannot be upgraded")
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Still unhijacked, the connection can carry the refusal.
+	if c.closed {
+		return nil, nil, errors.New("the session ended")
+	}
 	conn, rw, err := hj.Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		_ = conn.Close()
-		return nil, nil, errors.New("the session ended")
+	c.raw = conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		c.raw = tc.NetConn()
 	}
 	c.conn = &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut}
 	if c.websocket {
-		c.conn = &websocketConn{Conn: c.conn, reason: c.endReason}
+		c.conn = &websocketConn{Conn: c.conn, raw: c.raw, ended: c.ended}
 	}
 	c.hijacked.Store(true)
 	return c.conn, rw, nil
 }
 
-func (c *connWriter) closeHijacked() {
+// closeHijacked ends a hijacked stream because its session ended: a
+// WebSocket one with a close frame saying why, then the network connection
+// at once. (Closing TLS would first send an alert, which a client that
+// stopped reading could hold up for seconds.)
+func (c *connWriter) closeHijacked(why error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
-	if c.conn != nil {
-		_ = c.conn.Close()
+	if c.conn == nil {
+		return
 	}
+	if ws, ok := c.conn.(*websocketConn); ok {
+		ws.finish(why)
+	}
+	_ = c.raw.Close()
 }
 
 type countingConn struct {

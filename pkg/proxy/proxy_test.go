@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -285,11 +286,24 @@ func TestHandlerRefusals(t *testing.T) {
 // aggregated server does, and returns its URL.
 func serveThroughProxy(tb testing.TB, r *Registry, tgt Target) string {
 	tb.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
-	}))
+	srv := httptest.NewServer(proxyHandler(r, tgt))
 	tb.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// serveThroughProxyTLS is serveThroughProxy over TLS, as clustergate serves;
+// it returns the URL and the client's TLS configuration.
+func serveThroughProxyTLS(tb testing.TB, r *Registry, tgt Target) (string, *tls.Config) {
+	tb.Helper()
+	srv := httptest.NewTLSServer(proxyHandler(r, tgt))
+	tb.Cleanup(srv.Close)
+	return srv.URL, srv.Client().Transport.(*http.Transport).TLSClientConfig
+}
+
+func proxyHandler(r *Registry, tgt Target) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
+	})
 }
 
 func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,19 +21,25 @@ const closePolicyViolation = 1008
 // reason instead of an abnormal closure.
 type websocketConn struct {
 	net.Conn
-	// reason says why the stream is being closed by its session; nil for
-	// any other close.
-	reason func() error
+	// raw is the network connection beneath; ended says why the session
+	// ended, nil while it has not.
+	raw   net.Conn
+	ended func() error
 
+	// mu keeps the close frame from landing inside another write.
 	mu     sync.Mutex
 	frames frameTracker
-	closed bool
+	closed atomic.Bool
 }
+
+// closeFrameTimeout bounds the wait for the close frame: a client that
+// stopped reading must not keep its stream open past the session.
+const closeFrameTimeout = 200 * time.Millisecond
 
 func (c *websocketConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed.Load() {
 		return 0, net.ErrClosed
 	}
 	n, err := c.Conn.Write(b)
@@ -40,22 +47,30 @@ func (c *websocketConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// closeFrameTimeout bounds the wait for the close frame: a client that
-// stopped reading must not keep its stream open past the session.
-const closeFrameTimeout = 200 * time.Millisecond
-
-func (c *websocketConn) Close() error {
-	// An in-flight write to a client that does not read gives up too.
+// finish ends the stream with a close frame saying why, if the stream is
+// between two frames and the target did not close it already; no write
+// follows.
+func (c *websocketConn) finish(why error) {
+	// A write in flight to a client that does not read gives up too.
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(closeFrameTimeout))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil
+	if c.closed.Swap(true) {
+		return
 	}
-	c.closed = true
-	if err := c.reason(); err != nil && c.frames.atBoundary() {
-		_, _ = c.Conn.Write(closeFrame(closePolicyViolation, err.Error()))
+	if c.frames.atBoundary() && !c.frames.closing {
+		_, _ = c.Conn.Write(closeFrame(closePolicyViolation, why.Error()))
 	}
+}
+
+// Close closes the connection, even under a write in flight; once the
+// session ended, after the close frame and without waiting on TLS.
+func (c *websocketConn) Close() error {
+	if why := c.ended(); why != nil {
+		c.finish(why)
+		return c.raw.Close()
+	}
+	c.closed.Store(true)
 	return c.Conn.Close()
 }
 
@@ -83,6 +98,8 @@ type frameTracker struct {
 	header   []byte
 	// remaining payload bytes of the current frame.
 	remaining uint64
+	// closing is set once the server sent a close frame of its own.
+	closing bool
 }
 
 func (f *frameTracker) feed(b []byte) {
@@ -116,6 +133,7 @@ func (f *frameTracker) feed(b []byte) {
 		b = b[1:]
 		if size := headerSize(f.header); size > 0 && len(f.header) == size {
 			f.remaining = payloadSize(f.header)
+			f.closing = f.closing || f.header[0]&0x0f == 0x8
 			f.header = f.header[:0]
 		}
 	}

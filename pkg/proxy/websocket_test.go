@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -118,36 +119,62 @@ func TestWebSocketEndsWithCloseFrame(t *testing.T) {
 }
 
 // TestWebSocketToAClientThatStoppedReading ends a session whose client no
-// longer reads while the target floods it: the stream must still end.
+// longer reads while the target floods it: the stream must still end, over
+// TLS as over plain TCP.
 func TestWebSocketToAClientThatStoppedReading(t *testing.T) {
-	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		chunk := bytes.Repeat([]byte{'f'}, 64<<10)
-		for conn.WriteMessage(websocket.BinaryMessage, chunk) == nil {
-		}
-	})
-	r := NewRegistry(clock.RealClock{}, Limits{})
-	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
-	base := serveThroughProxy(t, r, tgt)
+	for _, withTLS := range []bool{false, true} {
+		t.Run(fmt.Sprintf("TLS %v", withTLS), func(t *testing.T) {
+			u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+				conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				chunk := bytes.Repeat([]byte{'f'}, 64<<10)
+				for conn.WriteMessage(websocket.BinaryMessage, chunk) == nil {
+				}
+			})
+			r := NewRegistry(clock.RealClock{}, Limits{})
+			tgt := target(u, tr)
+			tgt.ExpiresAt = time.Now().Add(time.Hour)
+			dialer := *websocket.DefaultDialer
+			var url string
+			if withTLS {
+				base, tlsConfig := serveThroughProxyTLS(t, r, tgt)
+				dialer.TLSClientConfig = tlsConfig
+				url = strings.Replace(base, "https://", "wss://", 1)
+			} else {
+				url = strings.Replace(serveThroughProxy(t, r, tgt), "http://", "ws://", 1)
+			}
 
-	conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http://", "ws://", 1)+"/proxy/stream", nil)
-	must(t, err)
-	defer conn.Close()
-	// Read nothing: the buffers between the proxy and the client fill up.
-	time.Sleep(500 * time.Millisecond)
-	ended := time.Now()
-	r.End("s1", ErrDeleted)
-	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return r.OpenConnections("s1") == 0, nil
-	}); err != nil {
-		t.Fatal("the stream to a client that stopped reading outlived its session")
+			conn, _, err := dialer.Dial(url+"/proxy/stream", nil)
+			must(t, err)
+			defer conn.Close()
+			// Read nothing: the buffers between the proxy and the client fill up.
+			time.Sleep(500 * time.Millisecond)
+			ended := time.Now()
+			r.End("s1", ErrDeleted)
+			if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+				return r.OpenConnections("s1") == 0, nil
+			}); err != nil {
+				t.Fatal("the stream to a client that stopped reading outlived its session")
+			}
+			if took := time.Since(ended); took > time.Second {
+				t.Errorf("the stream ended %s after the session, want under 1s", took)
+			}
+		})
 	}
-	if took := time.Since(ended); took > time.Second {
-		t.Errorf("the stream ended %s after the session, want under 1s", took)
+}
+
+func TestFrameTrackerSeesTheTargetsCloseFrame(t *testing.T) {
+	var f frameTracker
+	f.feed([]byte("HTTP/1.1 101 Switching Protocols\r\n\r\n"))
+	f.feed(frame(3, false))
+	if f.closing {
+		t.Fatal("a data frame taken for a close frame")
+	}
+	f.feed([]byte{0x88, 2, 0x03, 0xe8})
+	if !f.closing {
+		t.Error("the target's close frame went unnoticed: a second one would follow")
 	}
 }
