@@ -207,12 +207,25 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 		cp.procs[i] = old
 		return err
 	}
-	names := []string{"v1alpha1.clustergate.dev"}
+	names, url, service := []string{"v1alpha1.clustergate.dev"}, cp.ClustergateURL, "clustergate-system/clustergate"
 	if name == "gardener-apiserver" {
-		names = names[:0]
+		names, url, service = nil, fmt.Sprintf("https://127.0.0.1:%d", cp.ports.gardener), "kube-system/gardener-apiserver"
 		for _, gv := range gardenerGroupVersions {
 			names = append(names, gv.Version+"."+gv.Group)
 		}
+	}
+	// The aggregator rechecks an unavailable APIService after a backoff of
+	// up to 30 s, or when its Service changes, as a restarted pod's
+	// endpoints would: once the server is ready, touch the Service.
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(cp.aggregatedCA.CertPEM())
+	if err := cp.waitHTTP(ctx, url+"/readyz", roots); err != nil {
+		return err
+	}
+	ns, svc, _ := strings.Cut(service, "/")
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ns, "annotate", "service", svc, "--overwrite",
+		"clustergate.dev/restarted="+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		return err
 	}
 	for _, n := range names {
 		if err := cp.waitAPIService(ctx, n); err != nil {
