@@ -31,7 +31,7 @@ func BenchmarkUpgradedStream(b *testing.B) {
 	defer klog.ClearLogger()
 	u, tr := echoBackend(b)
 	r := NewRegistry(clock.RealClock{}, Limits{})
-	tgt := Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice", ExpiresAt: time.Now().Add(time.Hour), Backend: u, Transport: tr}
+	tgt := target(u, tr)
 	// Clients reach the proxy over TLS, as the aggregator reaches clustergate.
 	front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
@@ -137,7 +137,7 @@ func BenchmarkResponse(b *testing.B) {
 		u, _ := url.Parse(back.URL)
 		tr := back.Client().Transport.(*http.Transport)
 		r := NewRegistry(clock.RealClock{}, Limits{})
-		tgt := Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice", ExpiresAt: time.Now().Add(time.Hour), Backend: u, Transport: tr}
+		tgt := target(u, tr)
 		front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
 		}))

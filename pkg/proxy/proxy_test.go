@@ -190,8 +190,9 @@ func backend(tb testing.TB, h http.HandlerFunc) (*url.URL, *http.Transport) {
 	return u, tr
 }
 
+// target is session sre/fix of alice, expiring in an hour, at u.
 func target(u *url.URL, tr *http.Transport) Target {
-	return Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice", ExpiresAt: start.Add(time.Hour), Backend: u, Transport: tr}
+	return Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice", ExpiresAt: time.Now().Add(time.Hour), Backend: u, Transport: tr}
 }
 
 func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
@@ -199,7 +200,6 @@ func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
 	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) { got = r; _, _ = io.WriteString(w, "ok") })
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	h := r.Handler(tgt, "/api/v1/namespaces", &responder{})
 
 	req := httptest.NewRequest(http.MethodGet, "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/proxy/api/v1/namespaces?limit=5", nil)
@@ -241,7 +241,6 @@ func TestHandlerRejectsRedirects(t *testing.T) {
 		http.Redirect(w, r, "https://evil.example.com/", http.StatusFound)
 	})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	rec := httptest.NewRecorder()
 	NewRegistry(clock.RealClock{}, Limits{}).Handler(tgt, "/api", &responder{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
 	if rec.Code == http.StatusFound || rec.Header().Get("Location") != "" {
@@ -269,7 +268,6 @@ func TestHandlerRefusals(t *testing.T) {
 			tt.setup(r)
 			resp := &responder{}
 			tgt := target(u, tr)
-			tgt.ExpiresAt = time.Now().Add(time.Hour)
 			refused := counter(t, refusedRequests.WithLabelValues(tt.metric))
 			r.Handler(tgt, "/api", resp).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/x", nil))
 			if !tt.check(resp.err) {
@@ -317,7 +315,6 @@ func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {
 	})
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	base := serveThroughProxy(t, r, tgt)
 
 	open := gauge(t, openRequests)
@@ -398,7 +395,6 @@ func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {
 	})
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	base, _ := url.Parse(serveThroughProxy(t, r, tgt))
 
 	raw, err := net.Dial("tcp", base.Host)
@@ -453,7 +449,6 @@ func TestUpgradeEndedBeforeTheTargetAnswers(t *testing.T) {
 	})
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	resp := &responder{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.Handler(tgt, "/exec", resp).ServeHTTP(w, req)
@@ -502,7 +497,6 @@ func TestWatchEndedBeforeTheTargetAnswers(t *testing.T) {
 	})
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	rec := httptest.NewRecorder()
 	resp := &responder{w: rec}
 	done := make(chan struct{})
@@ -542,7 +536,6 @@ func TestWatchToAClientThatStoppedReading(t *testing.T) {
 	})
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	base, _ := url.Parse(serveThroughProxy(t, r, tgt))
 
 	raw, err := net.Dial("tcp", base.Host)

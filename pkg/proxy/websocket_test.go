@@ -94,7 +94,6 @@ func TestWebSocketEndsWithCloseFrame(t *testing.T) {
 	})
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	tgt.ExpiresAt = time.Now().Add(time.Hour)
 	base := serveThroughProxy(t, r, tgt)
 
 	conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http://", "ws://", 1)+"/proxy/stream", nil)
@@ -136,7 +135,6 @@ func TestWebSocketToAClientThatStoppedReading(t *testing.T) {
 			})
 			r := NewRegistry(clock.RealClock{}, Limits{})
 			tgt := target(u, tr)
-			tgt.ExpiresAt = time.Now().Add(time.Hour)
 			dialer := *websocket.DefaultDialer
 			var url string
 			if withTLS {
