@@ -86,7 +86,6 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		// that stopped reading cannot hold the handler. (Ordinary requests
 		// are bounded by the request timeout, whose filter may return before
 		// this handler does.)
-		streaming := LongRunning(req, path)
 		var endMu sync.Mutex
 		returned := false
 		stop := context.AfterFunc(ctx, func() {
@@ -98,7 +97,7 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 			endMu.Lock()
 			defer endMu.Unlock()
 			// The response writer is the server's once the handler returned.
-			if streaming && !returned && !cw.hijacked.Load() {
+			if !returned && !cw.hijacked.Load() && LongRunning(req, path) {
 				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(endWriteTimeout))
 			}
 		})
