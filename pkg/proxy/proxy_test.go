@@ -190,6 +190,14 @@ func backend(tb testing.TB, h http.HandlerFunc) (*url.URL, *http.Transport) {
 	return u, tr
 }
 
+// released waits up to timeout until r holds no connection of target's
+// session, and says whether it came to that.
+func released(r *Registry, timeout time.Duration) bool {
+	return wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return r.OpenConnections("s1") == 0, nil
+	}) == nil
+}
+
 // target is session sre/fix of alice, expiring in an hour, at u.
 func target(u *url.URL, tr *http.Transport) Target {
 	return Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice", ExpiresAt: time.Now().Add(time.Hour), Backend: u, Transport: tr}
@@ -476,9 +484,7 @@ func TestUpgradeEndedBeforeTheTargetAnswers(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("the target's side of the upgrade stayed open")
 	}
-	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 3*time.Second, true, func(context.Context) (bool, error) {
-		return r.OpenConnections("s1") == 0, nil
-	}); err != nil {
+	if !released(r, 3*time.Second) {
 		t.Error("the connection still counts against the session")
 	}
 	if !apierrors.IsNotFound(resp.err) {
@@ -546,9 +552,7 @@ func TestWatchToAClientThatStoppedReading(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	ended := time.Now()
 	r.End("s1", ErrExpired)
-	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return r.OpenConnections("s1") == 0, nil
-	}); err != nil {
+	if !released(r, 5*time.Second) {
 		t.Fatal("the watch of a client that stopped reading outlived its session")
 	}
 	if took := time.Since(ended); took > 2*time.Second {

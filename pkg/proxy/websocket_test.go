@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 )
 
@@ -152,9 +150,7 @@ func TestWebSocketToAClientThatStoppedReading(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			ended := time.Now()
 			r.End("s1", ErrDeleted)
-			if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-				return r.OpenConnections("s1") == 0, nil
-			}); err != nil {
+			if !released(r, 10*time.Second) {
 				t.Fatal("the stream to a client that stopped reading outlived its session")
 			}
 			if took := time.Since(ended); took > time.Second {
