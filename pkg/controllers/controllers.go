@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/gardener"
@@ -55,7 +56,7 @@ type Config struct {
 // Run runs the controllers until ctx ends.
 func Run(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx)
-	kube, err := kubernetes.NewForConfig(cfg.Core)
+	kube, err := kubernetes.NewForConfig(controllerutil.Protobuf(cfg.Core))
 	if err != nil {
 		return err
 	}

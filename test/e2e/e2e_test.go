@@ -92,10 +92,37 @@ func apply(t *testing.T, kubeconfig, manifest string, args ...string) string {
 	return string(out)
 }
 
+// namespace creates a namespace for one test and, when the test ends, deletes
+// it with everything in it through the garden's namespace controller and
+// waits until it is gone: every test also checks that clustergate's
+// resources never hold up a namespace's deletion.
 func namespace(t *testing.T, name string) string {
 	t.Helper()
 	kubectl(t, "create", "namespace", name)
+	t.Cleanup(func() { deleteNamespace(t, name, namespaceDeletionBound) })
 	return name
+}
+
+// namespaceDeletionBound is how long the deletion of a test's namespace may
+// take. The namespace controller looks again 8 s after it found objects
+// with finalizers (half its 15 s estimate, plus 1), so a namespace holding
+// Sessions or GardenerClusterKubeconfigs takes one such round at least.
+const namespaceDeletionBound = 30 * time.Second
+
+// deleteNamespace deletes a namespace, waits until it is gone and returns
+// how long that took; it fails the test if it takes longer than bound.
+func deleteNamespace(t *testing.T, name string, bound time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	out, err := cp.Kubectl(context.Background(), cp.AdminKubeconfig, nil,
+		"delete", "namespace", name, "--wait", "--timeout="+bound.String())
+	took := time.Since(start)
+	if err != nil {
+		conditions, _ := cp.Kubectl(context.Background(), cp.AdminKubeconfig, nil,
+			"get", "namespace", name, "-o", "jsonpath={.status.conditions}")
+		t.Errorf("namespace %s not gone within %s: %v: %s\nconditions: %s", name, bound, err, out, conditions)
+	}
+	return took
 }
 
 func sessionManifest(name, owner string) string {

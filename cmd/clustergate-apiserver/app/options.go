@@ -38,6 +38,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/apiserver"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/credentials"
@@ -131,6 +132,10 @@ func NewOptions() *Options {
 		LeaderElect:             true,
 		LeaderElectionNamespace: serverNamespace(),
 	}
+	// Objects are kept in etcd as protobuf, as kube-apiserver keeps its own:
+	// smaller, and cheaper to decode for the watch cache. JSON written by
+	// earlier versions stays readable.
+	o.RecommendedOptions.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(
 		v1alpha1.SchemeGroupVersion, schema.GroupKind{Group: v1alpha1.GroupName})
 	// The kube-apiserver in front of an aggregated server already applies
@@ -364,7 +369,7 @@ func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) 
 	if o.standalone {
 		return cfg, nil
 	}
-	kube, err := kubernetes.NewForConfig(o.withClientLimits(serverConfig.ClientConfig))
+	kube, err := kubernetes.NewForConfig(controllerutil.Protobuf(o.withClientLimits(serverConfig.ClientConfig)))
 	if err != nil {
 		return cfg, err
 	}

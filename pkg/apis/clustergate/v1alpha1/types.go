@@ -14,13 +14,13 @@ type Session struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Spec is what the creator asked for. It is immutable after create.
-	Spec SessionSpec `json:"spec"`
+	Spec SessionSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 	// Status is what the server observed and decided.
 	// +optional
-	Status SessionStatus `json:"status,omitempty"`
+	Status SessionStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // SessionSpec is what the creator asked for. It is immutable after create.
@@ -28,35 +28,35 @@ type SessionSpec struct {
 	// TTL is how long the session lasts, counted from its creation, for
 	// example "1h". It must lie within the server's --session-min-ttl and
 	// --session-max-ttl.
-	TTL metav1.Duration `json:"ttl"`
+	TTL metav1.Duration `json:"ttl" protobuf:"bytes,1,opt,name=ttl"`
 	// Owner is the only user who may use the session's proxy. It is stamped
 	// from the creator; naming someone else needs the verb "assign" on sessions.
 	// +optional
-	Owner SessionOwner `json:"owner,omitempty"`
+	Owner SessionOwner `json:"owner,omitempty" protobuf:"bytes,2,opt,name=owner"`
 	// AccessLevel names the group the minted credentials carry on the target.
-	AccessLevel AccessLevel `json:"accessLevel"`
+	AccessLevel AccessLevel `json:"accessLevel" protobuf:"bytes,3,opt,name=accessLevel"`
 	// Target is the cluster the session reaches.
-	Target SessionTarget `json:"target"`
+	Target SessionTarget `json:"target" protobuf:"bytes,4,opt,name=target"`
 }
 
 // SessionOwner identifies the user a session belongs to.
 type SessionOwner struct {
 	// Username is the owner's authenticated user name.
-	Username string `json:"username"`
+	Username string `json:"username" protobuf:"bytes,1,opt,name=username"`
 	// UID is the owner's authenticated user UID, if the authenticator set one.
 	// +optional
-	UID string `json:"uid,omitempty"`
+	UID string `json:"uid,omitempty" protobuf:"bytes,2,opt,name=uid"`
 	// Groups are the owner's groups at the time the session was created.
 	// +optional
 	// +listType=atomic
-	Groups []string `json:"groups,omitempty"`
+	Groups []string `json:"groups,omitempty" protobuf:"bytes,3,rep,name=groups"`
 }
 
 // AccessLevel is the level of access a session grants on its target.
 type AccessLevel struct {
 	// Group is one of the server's --session-access-groups, such as "admin"
 	// or "viewer".
-	Group string `json:"group"`
+	Group string `json:"group" protobuf:"bytes,1,opt,name=group"`
 }
 
 // SessionTarget names the cluster of a session: exactly one member is set.
@@ -64,16 +64,16 @@ type AccessLevel struct {
 type SessionTarget struct {
 	// Shoot is a Gardener Shoot in the server's Gardener project.
 	// +optional
-	Shoot *ShootReference `json:"shoot,omitempty"`
+	Shoot *ShootReference `json:"shoot,omitempty" protobuf:"bytes,1,opt,name=shoot"`
 	// Cluster is a cluster reached through a kubeconfig Secret.
 	// +optional
-	Cluster *ClusterTarget `json:"cluster,omitempty"`
+	Cluster *ClusterTarget `json:"cluster,omitempty" protobuf:"bytes,2,opt,name=cluster"`
 }
 
 // ShootReference names a Gardener Shoot in the server's Gardener project.
 type ShootReference struct {
 	// Name is the Shoot's name.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 }
 
 // ClusterTarget is a cluster whose credentials are minted with a
@@ -81,38 +81,38 @@ type ShootReference struct {
 type ClusterTarget struct {
 	// KubeconfigSecretRef names a Secret in the server's namespace holding a
 	// kubeconfig that may create and approve CSRs on the target.
-	KubeconfigSecretRef LocalSecretReference `json:"kubeconfigSecretRef"`
+	KubeconfigSecretRef LocalSecretReference `json:"kubeconfigSecretRef" protobuf:"bytes,1,opt,name=kubeconfigSecretRef"`
 	// SignerName is the CSR signer that issues the session's client
 	// certificate. Defaults to kubernetes.io/kube-apiserver-client.
 	// +optional
-	SignerName string `json:"signerName,omitempty"`
+	SignerName string `json:"signerName,omitempty" protobuf:"bytes,2,opt,name=signerName"`
 }
 
 // LocalSecretReference names a Secret in a namespace known from context.
 type LocalSecretReference struct {
 	// Name is the Secret's name.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 }
 
 // SessionStatus is what the server observed and decided about a session.
 type SessionStatus struct {
 	// ExpiresAt is creationTimestamp + ttl. It is written once and never changes.
 	// +optional
-	ExpiresAt *metav1.Time `json:"expiresAt,omitempty"`
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty" protobuf:"bytes,1,opt,name=expiresAt"`
 	// Endpoint is the API path of the session's proxy subresource.
 	// +optional
-	Endpoint string `json:"endpoint,omitempty"`
+	Endpoint string `json:"endpoint,omitempty" protobuf:"bytes,2,opt,name=endpoint"`
 	// BackendURL is the URL of the target's kube-apiserver.
 	// +optional
-	BackendURL string `json:"backendURL,omitempty"`
+	BackendURL string `json:"backendURL,omitempty" protobuf:"bytes,3,opt,name=backendURL"`
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,4,opt,name=observedGeneration"`
 	// Conditions are CredentialsReady, AuthorizationPolicyReady and Ready.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,5,rep,name=conditions"`
 }
 
 // Condition types of a Session.
@@ -132,10 +132,10 @@ type SessionList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Items are the Sessions.
-	Items []Session `json:"items"`
+	Items []Session `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
 
 // +k8s:conversion-gen:explicit-from=net/url.Values
@@ -147,7 +147,7 @@ type SessionProxyOptions struct {
 
 	// Path is the path to forward to the target, below the proxy subresource.
 	// +optional
-	Path string `json:"path,omitempty"`
+	Path string `json:"path,omitempty" protobuf:"bytes,1,opt,name=path"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -158,10 +158,10 @@ type SessionKubeconfig struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Kubeconfig is the kubeconfig file, YAML encoded.
-	Kubeconfig []byte `json:"kubeconfig"`
+	Kubeconfig []byte `json:"kubeconfig" protobuf:"bytes,2,opt,name=kubeconfig"`
 }
 
 // +genclient
@@ -175,40 +175,40 @@ type GardenerClusterKubeconfig struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
 	// +optional
-	metav1.ObjectMeta `json:"metadata,omitempty"`
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Spec names the Shoot and the Secret to keep.
-	Spec GardenerClusterKubeconfigSpec `json:"spec"`
+	Spec GardenerClusterKubeconfigSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
 	// Status is what the server observed about the kubeconfig.
 	// +optional
-	Status GardenerClusterKubeconfigStatus `json:"status,omitempty"`
+	Status GardenerClusterKubeconfigStatus `json:"status,omitempty" protobuf:"bytes,3,opt,name=status"`
 }
 
 // GardenerClusterKubeconfigSpec names the Shoot and the Secret to keep.
 type GardenerClusterKubeconfigSpec struct {
 	// Shoot is the Gardener Shoot whose kubeconfig is kept.
-	Shoot ShootReference `json:"shoot"`
+	Shoot ShootReference `json:"shoot" protobuf:"bytes,1,opt,name=shoot"`
 	// Kubeconfig says where the kubeconfig is written.
-	Kubeconfig KubeconfigTarget `json:"kubeconfig"`
+	Kubeconfig KubeconfigTarget `json:"kubeconfig" protobuf:"bytes,2,opt,name=kubeconfig"`
 }
 
 // KubeconfigTarget says where a kubeconfig is written.
 type KubeconfigTarget struct {
 	// Secret is the Secret and data key that hold the kubeconfig.
-	Secret SecretKeyReference `json:"secret"`
+	Secret SecretKeyReference `json:"secret" protobuf:"bytes,1,opt,name=secret"`
 }
 
 // SecretKeyReference names a key of a Secret.
 type SecretKeyReference struct {
 	// Name is the Secret's name.
-	Name string `json:"name"`
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
 	// Namespace is the Secret's namespace. It defaults to, and must equal,
 	// the object's own namespace.
 	// +optional
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,2,opt,name=namespace"`
 	// Key is the data key that holds the kubeconfig. Defaults to "config".
 	// +optional
-	Key string `json:"key,omitempty"`
+	Key string `json:"key,omitempty" protobuf:"bytes,3,opt,name=key"`
 }
 
 // KubeconfigState is the summary state of a GardenerClusterKubeconfig.
@@ -226,21 +226,21 @@ const (
 type GardenerClusterKubeconfigStatus struct {
 	// State is Ready or Error.
 	// +optional
-	State KubeconfigState `json:"state,omitempty"`
+	State KubeconfigState `json:"state,omitempty" protobuf:"bytes,1,opt,name=state,casttype=KubeconfigState"`
 	// LastSyncTime is when the kubeconfig in the Secret was last written.
 	// +optional
-	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty" protobuf:"bytes,2,opt,name=lastSyncTime"`
 	// ExpirationTime is when the kubeconfig in the Secret expires.
 	// +optional
-	ExpirationTime *metav1.Time `json:"expirationTime,omitempty"`
+	ExpirationTime *metav1.Time `json:"expirationTime,omitempty" protobuf:"bytes,3,opt,name=expirationTime"`
 	// ObservedGeneration is the generation the status was computed for.
 	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	ObservedGeneration int64 `json:"observedGeneration,omitempty" protobuf:"varint,4,opt,name=observedGeneration"`
 	// Conditions holds KubeconfigReady.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,5,rep,name=conditions"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -250,8 +250,8 @@ type GardenerClusterKubeconfigList struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard list metadata.
 	// +optional
-	metav1.ListMeta `json:"metadata,omitempty"`
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
 
 	// Items are the GardenerClusterKubeconfigs.
-	Items []GardenerClusterKubeconfig `json:"items"`
+	Items []GardenerClusterKubeconfig `json:"items" protobuf:"bytes,2,rep,name=items"`
 }

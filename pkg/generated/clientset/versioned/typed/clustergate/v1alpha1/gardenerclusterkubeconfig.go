@@ -62,6 +62,7 @@ func newGardenerClusterKubeconfigs(c *ClustergateV1alpha1Client, namespace strin
 			func() *clustergatev1alpha1.GardenerClusterKubeconfigList {
 				return &clustergatev1alpha1.GardenerClusterKubeconfigList{}
 			},
+			gentype.PrefersProtobuf[*clustergatev1alpha1.GardenerClusterKubeconfig](),
 		),
 	}
 }

@@ -58,6 +58,7 @@ func newSessions(c *ClustergateV1alpha1Client, namespace string) *sessions {
 			namespace,
 			func() *clustergatev1alpha1.Session { return &clustergatev1alpha1.Session{} },
 			func() *clustergatev1alpha1.SessionList { return &clustergatev1alpha1.SessionList{} },
+			gentype.PrefersProtobuf[*clustergatev1alpha1.Session](),
 		),
 	}
 }
