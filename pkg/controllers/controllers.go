@@ -102,7 +102,10 @@ func Run(ctx context.Context, cfg Config) error {
 		if g != nil {
 			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0,
 				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
-			kubeconfigs, err := kubeconfig.New(cfg.Kubeconfig, client, kube, g,
+			// Rotations are spread at the pace Gardener is asked to keep.
+			opts := cfg.Kubeconfig
+			opts.Schedule = kubeconfig.NewSchedule(float64(cfg.Gardener.QPS))
+			kubeconfigs, err := kubeconfig.New(opts, client, kube, g,
 				own.Clustergate().V1alpha1().GardenerClusterKubeconfigs(), kubeconfigSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
 			if err != nil {
 				logger.Error(err, "Building the kubeconfig controller")

@@ -115,7 +115,7 @@ func NewOptions() *Options {
 		SessionAccessGroups: sets.List(policy.AccessGroups),
 		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second},
 		Kubeconfig: kubeconfig.Options{
-			Config:     kubeconfig.Config{RotationRatio: 0.6, Spread: 0.1, ConflictRecheck: 5 * time.Minute},
+			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute},
 			Expiration: 24 * time.Hour,
 			Workers:    10,
 		},

@@ -26,7 +26,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,7 +42,7 @@ func main() {
 	objects := flag.Int("objects", 10000, "GardenerClusterKubeconfigs to create")
 	expiration := flag.Duration("expiration", 10*time.Minute, "--kubeconfig-expiration of the server (Gardener's minimum is 10m)")
 	ratio := flag.Float64("ratio", 0.6, "--kubeconfig-rotation-ratio of the server")
-	qps := flag.Int("gardener-qps", 50, "--gardener-qps of the server")
+	qps := flag.Int("gardener-qps", 5, "--gardener-qps of the server: the pace the local gardener-apiserver keeps (about 5 kubeconfigs per second on 2 cores), which rotations are scheduled at")
 	workers := flag.Int("workers", 20, "--kubeconfig-workers of the server")
 	flag.Parse()
 	root, _ := os.Getwd()
@@ -93,8 +92,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 		return err
 	}
 	start := time.Now()
-	uids, err := createObjects(ctx, client, n)
-	if err != nil {
+	if err := createObjects(ctx, client, n); err != nil {
 		return err
 	}
 	created := time.Since(start)
@@ -121,7 +119,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	if err != nil {
 		return err
 	}
-	late := rec.lateness(uids, kubeconfig.Config{RotationRatio: ratio, Spread: 0.1})
+	late := rec.lateness(kubeconfig.Config{RotationRatio: ratio})
 
 	fmt.Printf("\n| metric | value |\n|---|---|\n")
 	fmt.Printf("| objects | %d |\n", n)
@@ -141,34 +139,25 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	return nil
 }
 
-func createObjects(ctx context.Context, client versioned.Interface, n int) (map[string]types.UID, error) {
-	uids := make(map[string]types.UID, n)
-	var mu sync.Mutex
+func createObjects(ctx context.Context, client versioned.Interface, n int) error {
 	var failed atomic.Value
 	names := make(chan int)
 	var wg sync.WaitGroup
 	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range names {
 				name := fmt.Sprintf("c-%05d", i)
-				obj, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(namespace).Create(ctx, &v1alpha1.GardenerClusterKubeconfig{
+				if _, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(namespace).Create(ctx, &v1alpha1.GardenerClusterKubeconfig{
 					ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec: v1alpha1.GardenerClusterKubeconfigSpec{
 						Shoot:      v1alpha1.ShootReference{Name: controlplane.Shoot},
 						Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Name: "kubeconfig-" + name}},
 					},
-				}, metav1.CreateOptions{})
-				if err != nil {
+				}, metav1.CreateOptions{}); err != nil {
 					failed.Store(err)
-					continue
 				}
-				mu.Lock()
-				uids[name] = obj.UID
-				mu.Unlock()
 			}
-		}()
+		})
 	}
 	for i := range n {
 		names <- i
@@ -176,9 +165,9 @@ func createObjects(ctx context.Context, client versioned.Interface, n int) (map[
 	close(names)
 	wg.Wait()
 	if err, ok := failed.Load().(error); ok {
-		return nil, err
+		return err
 	}
-	return uids, nil
+	return nil
 }
 
 func waitReady(ctx context.Context, client versioned.Interface, n int) bool {
@@ -245,16 +234,16 @@ func (r *recorder) count(reason string) int {
 
 // lateness is, for each rotation, how long after its due time the new
 // kubeconfig was seen, sorted.
-func (r *recorder) lateness(uids map[string]types.UID, cfg kubeconfig.Config) []time.Duration {
+func (r *recorder) lateness(cfg kubeconfig.Config) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []time.Duration
-	for name, ws := range r.writes {
+	for _, ws := range r.writes {
 		for i := 1; i < len(ws); i++ {
 			if ws[i].reason != kubeconfig.ReasonRotated {
 				continue
 			}
-			due := kubeconfig.RotationTime(ws[i-1].lastSync, ws[i-1].expiresAt, uids[name], cfg)
+			due := kubeconfig.RotationTime(ws[i-1].lastSync, ws[i-1].expiresAt, cfg)
 			out = append(out, ws[i].seen.Sub(due).Round(10*time.Millisecond))
 		}
 	}

@@ -10,7 +10,6 @@ package kubeconfig
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -127,10 +125,9 @@ type Config struct {
 	// RotationRatio is the fraction of a kubeconfig's validity after which it
 	// is rotated.
 	RotationRatio float64
-	// Spread is the largest fraction of the rotation time by which an
-	// object's rotation is moved earlier, per object, so that objects created
-	// together are not rotated together.
-	Spread float64
+	// Schedule spreads rotations at Gardener's pace; nil rotates each at
+	// its due time.
+	Schedule *Schedule
 	// ConflictRecheck is how often a Secret owned by someone else is looked
 	// at again: its changes are not watched.
 	ConflictRecheck time.Duration
@@ -188,7 +185,7 @@ func NextAction(o Observed, cfg Config) Action {
 		}
 		return Action{Type: RemoveForceAnnotation}
 	}
-	rotateAt := RotationTime(written.lastSync, written.expiresAt, obj.UID, cfg)
+	rotateAt := cfg.Schedule.RotateAt(obj.UID, RotationTime(written.lastSync, written.expiresAt, cfg))
 	if !o.Now.Before(rotateAt) {
 		return Action{Type: WriteKubeconfig, Reason: ReasonRotated}
 	}
@@ -239,14 +236,10 @@ func timesEqual(a, b *metav1.Time) bool {
 }
 
 // RotationTime is when a kubeconfig written at lastSync and expiring at
-// expiresAt is rotated: after RotationRatio of its validity, moved earlier
-// by up to Spread of that, by an amount fixed per object.
-func RotationTime(lastSync, expiresAt time.Time, uid types.UID, cfg Config) time.Time {
-	validity := expiresAt.Sub(lastSync)
-	due := time.Duration(float64(validity) * cfg.RotationRatio)
-	sum := sha256.Sum256([]byte(uid))
-	fraction := float64(binary.BigEndian.Uint64(sum[:8])) / float64(^uint64(0))
-	return lastSync.Add(due - time.Duration(float64(due)*cfg.Spread*fraction))
+// expiresAt is due for rotation: after RotationRatio of its validity. The
+// Schedule may move it earlier, never later.
+func RotationTime(lastSync, expiresAt time.Time, cfg Config) time.Time {
+	return lastSync.Add(time.Duration(float64(expiresAt.Sub(lastSync)) * cfg.RotationRatio))
 }
 
 type ownershipKind int

@@ -1,7 +1,6 @@
 package kubeconfig
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -24,7 +22,7 @@ current-context: c
 `
 
 var (
-	cfg = Config{RotationRatio: 0.6, Spread: 0.1, ConflictRecheck: 5 * time.Minute}
+	cfg = Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute}
 	// synced is when the test Secret's kubeconfig was written; it is valid 24h.
 	synced = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 )
@@ -73,7 +71,7 @@ func ready(o *v1alpha1.GardenerClusterKubeconfig) {
 
 func TestNextAction(t *testing.T) {
 	clock := clocktesting.NewFakeClock(synced.Add(time.Hour))
-	rotateAt := RotationTime(synced, synced.Add(24*time.Hour), object().UID, cfg)
+	rotateAt := RotationTime(synced, synced.Add(24*time.Hour), cfg)
 	deleted := func(o *v1alpha1.GardenerClusterKubeconfig) {
 		now := metav1.NewTime(clock.Now())
 		o.DeletionTimestamp = &now
@@ -181,40 +179,3 @@ func TestNextAction(t *testing.T) {
 	}
 }
 
-func TestRotationTimeSpreadsObjects(t *testing.T) {
-	expires := synced.Add(24 * time.Hour)
-	earliest, latest := synced.Add(24*time.Hour), synced
-	seen := map[time.Time]bool{}
-	for i := range 1000 {
-		at := RotationTime(synced, expires, types.UID(fmt.Sprintf("uid-%d", i)), cfg)
-		seen[at] = true
-		earliest, latest = minTime(earliest, at), maxTime(latest, at)
-	}
-	due := synced.Add(time.Duration(0.6 * float64(24*time.Hour)))
-	if latest.After(due) {
-		t.Errorf("latest rotation %v is after the due time %v", latest, due)
-	}
-	if lo := due.Add(-time.Duration(0.1 * float64(due.Sub(synced)))); earliest.Before(lo) {
-		t.Errorf("earliest rotation %v is more than 10%% early (%v)", earliest, lo)
-	}
-	if len(seen) < 990 || latest.Sub(earliest) < time.Hour {
-		t.Errorf("1000 objects rotate at %d moments over %s: not spread", len(seen), latest.Sub(earliest))
-	}
-	if a, b := RotationTime(synced, expires, types.UID("x"), cfg), RotationTime(synced, expires, types.UID("x"), cfg); !a.Equal(b) {
-		t.Errorf("the rotation time of one object changes between passes: %v, %v", a, b)
-	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}

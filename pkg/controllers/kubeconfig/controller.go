@@ -238,6 +238,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == Finalizer })
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		secondsUntilExpiry.DeleteLabelValues(obj.Namespace, obj.Name)
+		c.opts.Schedule.Forget(obj.UID)
 		return controllerutil.IgnoreNotFound(err)
 	case RemoveForceAnnotation:
 		patched := obj.DeepCopy()

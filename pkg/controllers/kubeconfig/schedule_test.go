@@ -1,0 +1,101 @@
+package kubeconfig
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestSchedule(t *testing.T) {
+	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		pace float64
+		// dues are the due times of objects uid-0, uid-1, ... in the order
+		// they are scheduled.
+		dues []time.Time
+		want []time.Time
+	}{
+		{name: "no pace: every rotation at its due time", pace: 0,
+			dues: []time.Time{due, due, due}, want: []time.Time{due, due, due}},
+		{name: "due together: one slot each, earlier and earlier", pace: 5,
+			dues: []time.Time{due, due, due, due},
+			want: []time.Time{due, due.Add(-200 * time.Millisecond), due.Add(-400 * time.Millisecond), due.Add(-600 * time.Millisecond)}},
+		{name: "due apart by more than a slot: untouched", pace: 5,
+			dues: []time.Time{due, due.Add(time.Second), due.Add(-time.Second)},
+			want: []time.Time{due, due.Add(time.Second), due.Add(-time.Second)}},
+		{name: "a slot between due times: rounded down to the slot", pace: 5,
+			dues: []time.Time{due.Add(350 * time.Millisecond), due.Add(390 * time.Millisecond)},
+			want: []time.Time{due.Add(200 * time.Millisecond), due}},
+		{name: "a later due time skips the slots taken below it", pace: 10,
+			dues: []time.Time{due, due, due.Add(100 * time.Millisecond)},
+			want: []time.Time{due, due.Add(-100 * time.Millisecond), due.Add(100 * time.Millisecond)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSchedule(tc.pace)
+			for i, d := range tc.dues {
+				if got := s.RotateAt(types.UID(fmt.Sprintf("uid-%d", i)), d); !got.Equal(tc.want[i]) {
+					t.Errorf("object %d due %s: rotates at %s, want %s", i, d.Format(time.StampMilli), got.Format(time.StampMilli), tc.want[i].Format(time.StampMilli))
+				}
+			}
+		})
+	}
+}
+
+func TestScheduleKeepsAndReleasesSlots(t *testing.T) {
+	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := NewSchedule(1)
+	first := s.RotateAt("a", due)
+	if again := s.RotateAt("a", due); !again.Equal(first) {
+		t.Errorf("the same object and due time moved from %s to %s", first, again)
+	}
+	if b := s.RotateAt("b", due); !b.Equal(due.Add(-time.Second)) {
+		t.Errorf("b rotates at %s, want a slot below a's", b)
+	}
+	// a rotated: its next due time frees its old slot for c.
+	s.RotateAt("a", due.Add(time.Hour))
+	if c := s.RotateAt("c", due); !c.Equal(due) {
+		t.Errorf("c rotates at %s, want the slot a gave up (%s)", c, due)
+	}
+	s.Forget("c")
+	if d := s.RotateAt("d", due); !d.Equal(due) {
+		t.Errorf("d rotates at %s, want the slot of the forgotten c (%s)", d, due)
+	}
+}
+
+// TestScheduleKeepsPace schedules 1000 rotations due within one second, as
+// objects created together are, and checks that none is late and that no
+// two share a slot at the pace.
+func TestScheduleKeepsPace(t *testing.T) {
+	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	const pace, n = 5.0, 1000
+	s := NewSchedule(pace)
+	seen := map[time.Time]bool{}
+	earliest := due
+	for i := range n {
+		d := due.Add(time.Duration(i) * time.Millisecond)
+		at := s.RotateAt(types.UID(fmt.Sprint(i)), d)
+		if at.After(d) {
+			t.Fatalf("object %d rotates at %s, after its due time %s", i, at, d)
+		}
+		if seen[at] {
+			t.Fatalf("object %d shares the slot %s", i, at)
+		}
+		seen[at] = true
+		earliest = minTime(earliest, at)
+	}
+	// 1000 rotations at 5/s take 200 s, no more.
+	if spread := due.Sub(earliest); spread > time.Duration(n/pace)*time.Second {
+		t.Errorf("the earliest rotation is %s early, want at most %s", spread, time.Duration(n/pace)*time.Second)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
