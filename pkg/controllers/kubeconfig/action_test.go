@@ -178,4 +178,3 @@ func TestNextAction(t *testing.T) {
 		})
 	}
 }
-
