@@ -4,7 +4,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build codegen verify test test-unit test-e2e tools bench bench-proxy bench-kubeconfig run clean
+.PHONY: all build codegen verify test test-unit test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
 
 all: build
 
@@ -38,7 +38,7 @@ tools:
 	hack/tools/build.sh
 
 ## bench: every benchmark (not part of make test)
-bench: bench-proxy bench-kubeconfig
+bench: bench-proxy bench-kubeconfig bench-api
 
 ## bench-proxy: sessions/proxy against a direct connection to the target, in one run
 bench-proxy: tools build
@@ -47,6 +47,10 @@ bench-proxy: tools build
 ## bench-kubeconfig: the GardenerClusterKubeconfig benchmark, 10,000 objects on the local control plane
 bench-kubeconfig: tools build
 	$(GO) run ./hack/bench/kubeconfig -objects=$(or $(OBJECTS),10000)
+
+## bench-api: LIST, create and memory at scale against the same objects as a CRD, in one run
+bench-api: tools build
+	$(GO) run ./hack/bench/api -objects=$(or $(OBJECTS),10000)
 
 ## run: a local control plane with clustergate registered, in the foreground until Ctrl-C
 run:

@@ -81,9 +81,10 @@ func Run(ctx context.Context, cfg Config) error {
 		defer broadcaster.Shutdown()
 		recorder := broadcaster.NewRecorder(scheme.Scheme, "clustergate")
 
-		own := clustergateinformers.NewSharedInformerFactory(client, 0)
+		own := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0, clustergateinformers.WithTransform(controllerutil.DropManagedFields))
 		// Each Secret informer caches only the Secrets its controller owns.
 		credentials := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Session.Namespace),
+			informers.WithTransform(controllerutil.DropManagedFields),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.CredentialsSelector().String() }))
 		// A nil *Client must reach the session controller as a nil
 		// interface: it checks for "no Gardener project" that way.
@@ -100,7 +101,7 @@ func Run(ctx context.Context, cfg Config) error {
 		running := []func(context.Context){sessions.Run}
 		factories := []interface{ Start(<-chan struct{}) }{own, credentials}
 		if g != nil {
-			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(controllerutil.DropManagedFields),
 				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
 			// Rotations are spread at the pace Gardener is asked to keep.
 			opts := cfg.Kubeconfig

@@ -374,6 +374,7 @@ func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) 
 		return cfg, err
 	}
 	o.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Session.Namespace),
+		informers.WithTransform(controllerutil.DropManagedFields),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = session.CredentialsSelector().String() }))
 	o.credentialSource = credentials.NewSource(o.credentialInformers.Core().V1().Secrets().Lister().Secrets(o.Session.Namespace))
 	cfg.Backends = o.credentialSource

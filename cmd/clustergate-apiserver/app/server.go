@@ -12,6 +12,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/controllers"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
@@ -80,7 +81,7 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 		if err != nil {
 			return err
 		}
-		factory := clustergateinformers.NewSharedInformerFactory(client, 0)
+		factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0, clustergateinformers.WithTransform(controllerutil.DropManagedFields))
 		forget := func(types.UID) {}
 		if o.credentialSource != nil {
 			forget = o.credentialSource.Forget

@@ -12,6 +12,18 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+// DropManagedFields is an informer transform that drops managedFields from
+// cached objects: nothing reads them from a cache, and they are a large part
+// of small objects such as Sessions (a create and a status apply already
+// make two entries). An update built from a cached copy keeps the stored
+// managedFields, since the server ignores an empty list.
+func DropManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
 // Protobuf returns a copy of cfg that speaks protobuf, as kube-controller-manager
 // does: cheaper to decode than JSON for the thousands of Secrets the informers
 // cache. Use it only for built-in types; custom resources answer JSON alone.

@@ -1,0 +1,183 @@
+// Command api measures clustergate's API at scale on the local control plane
+// against the same objects served as a CustomResourceDefinition by the same
+// kube-apiserver, taking turns in one run: LIST as JSON, as a Table and for a
+// client that prefers protobuf, create throughput with kubectl, and the
+// server's memory with N Sessions and N GardenerClusterKubeconfigs (their
+// Secrets cached) before and after the LISTs.
+//
+//	go run ./hack/bench/api -objects=10000
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clustergate/clustergate/test/controlplane"
+)
+
+const namespace = "bench-api"
+
+// Accept headers as the clients send them.
+var encodings = []struct{ name, accept string }{
+	{"JSON, as kubectl -o json asks", "application/json"},
+	{"Table, as kubectl get asks", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"},
+	{"for a client that prefers protobuf", "application/vnd.kubernetes.protobuf,application/json"},
+}
+
+func main() {
+	objects := flag.Int("objects", 10000, "Sessions, GardenerClusterKubeconfigs and CRD objects to create, each")
+	rounds := flag.Int("rounds", 7, "LIST rounds; each LISTs every encoding from both servers, taking turns")
+	flag.Parse()
+	root, _ := os.Getwd()
+	if err := run(root, *objects, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(root string, n, rounds int) error {
+	ctx := context.Background()
+	dir := filepath.Join(root, "_output", "bench-api")
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		Dir: dir, BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
+	})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+	kubectl := func(stdin []byte, args ...string) error {
+		out, err := cp.Kubectl(ctx, cp.AdminKubeconfig, stdin, args...)
+		if err != nil {
+			return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := kubectl(nil, "create", "namespace", namespace); err != nil {
+		return err
+	}
+	if err := kubectl([]byte(crd), "apply", "-f", "-"); err != nil {
+		return err
+	}
+	if err := kubectl(nil, "wait", "--for=condition=Established", "crd/benchsessions.bench.clustergate.dev"); err != nil {
+		return err
+	}
+	mem := newMemory(cp)
+	mem.sample("idle")
+
+	// Creates with kubectl, one object after the other as kubectl sends
+	// them: the CRD first, so that clustergate's controllers, busy with the
+	// status of new sessions, do not slow the CRD's creates.
+	crdTime, err := timedCreate(ctx, cp, dir, "crd", n, crdObject)
+	if err != nil {
+		return err
+	}
+	sessionTime, err := timedCreate(ctx, cp, dir, "sessions", n, sessionObject)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("created %d Sessions in %s, %d CRD objects in %s\n", n, sessionTime.Round(time.Millisecond), n, crdTime.Round(time.Millisecond))
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	if err := createKubeconfigs(ctx, cfg, cp.AdminKubeconfig, n); err != nil {
+		return err
+	}
+	if err := waitSettled(ctx, cfg, n); err != nil {
+		return err
+	}
+	mem.sample("after the creates")
+
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return err
+	}
+	paths := map[string]string{
+		"clustergate": cfg.Host + "/apis/clustergate.dev/v1alpha1/namespaces/" + namespace + "/sessions",
+		"crd":         cfg.Host + "/apis/bench.clustergate.dev/v1/namespaces/" + namespace + "/benchsessions",
+	}
+	times := map[string][]time.Duration{}
+	for range rounds {
+		for _, e := range encodings {
+			for _, server := range []string{"clustergate", "crd"} {
+				took, err := list(ctx, client, paths[server], e.accept, n)
+				if err != nil {
+					return fmt.Errorf("LIST %s %s: %w", server, e.name, err)
+				}
+				times[server+e.name] = append(times[server+e.name], took)
+			}
+		}
+	}
+	mem.sample(fmt.Sprintf("after %d LISTs", rounds*len(encodings)))
+	if err := mem.heapProfile(ctx, filepath.Join(dir, "heap.pprof")); err != nil {
+		return err
+	}
+
+	fmt.Printf("\n| measurement (%d objects) | clustergate (aggregated) | CRD in kube-apiserver | ratio | target |\n|---|---|---|---|---|\n", n)
+	crdJSON := median(times["crd"+encodings[0].name])
+	for i, e := range encodings {
+		c, d := median(times["clustergate"+e.name]), median(times["crd"+e.name])
+		target := "≤ 1.0× the CRD"
+		ratio := float64(c) / float64(d)
+		if i == 2 {
+			// A protobuf client of a CRD gets JSON: the comparison is the
+			// CRD's JSON LIST.
+			target, ratio = "≤ 0.5× the CRD's JSON LIST", float64(c)/float64(crdJSON)
+		}
+		fmt.Printf("| LIST %s, median of %d | %s | %s | %.2f× | %s |\n", e.name, rounds, c.Round(time.Millisecond), d.Round(time.Millisecond), ratio, target)
+	}
+	fmt.Printf("| create with kubectl create -f | %s (%.0f/s) | %s (%.0f/s) | %.2f× the CRD's rate | ≥ 1.0× |\n",
+		sessionTime.Round(time.Millisecond), float64(n)/sessionTime.Seconds(), crdTime.Round(time.Millisecond), float64(n)/crdTime.Seconds(),
+		crdTime.Seconds()/sessionTime.Seconds())
+	for _, s := range mem.samples {
+		fmt.Printf("| clustergate %s: RSS / Go heap in use | %d MiB / %d MiB | | | RSS ≤ 300 MiB |\n", s.when, s.rssKiB/1024, s.heapInUse>>20)
+	}
+	last := mem.samples[len(mem.samples)-1]
+	fmt.Printf("| RSS per object (%d Sessions + %d kubeconfigs with Secrets) | %d bytes | | | |\n", n, n,
+		(last.rssKiB-mem.samples[0].rssKiB)*1024/(2*n))
+	fmt.Printf("\nheap profile: go tool pprof -sample_index=inuse_space %s\n", filepath.Join(dir, "heap.pprof"))
+	return nil
+}
+
+// list LISTs path with accept and returns how long reading the whole answer
+// took; the answer must name n objects' worth of bytes to count.
+func list(ctx context.Context, client *http.Client, path, accept string, n int) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", accept)
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	size, err := io.Copy(io.Discard, resp.Body)
+	took := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK || size < int64(n)*100 {
+		return 0, fmt.Errorf("%s, %d bytes", resp.Status, size)
+	}
+	return took, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}

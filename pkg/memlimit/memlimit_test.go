@@ -1,0 +1,49 @@
+package memlimit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestCgroupLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  int64
+		err   bool
+	}{
+		{name: "cgroup v2 with a limit", files: map[string]string{"memory.max": "1073741824\n"}, want: 1 << 30},
+		{name: "cgroup v2 without a limit", files: map[string]string{"memory.max": "max\n"}},
+		{name: "cgroup v1 with a limit", files: map[string]string{"memory/memory.limit_in_bytes": "536870912\n"}, want: 512 << 20},
+		{name: "cgroup v1 without a limit", files: map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712\n"}},
+		{name: "no cgroup", files: map[string]string{}},
+		{name: "unreadable value", files: map[string]string{"memory.max": "lots\n"}, err: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			for name, content := range tc.files {
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(root, name)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(root, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := cgroupLimit(root)
+			if (err != nil) != tc.err {
+				t.Fatalf("error = %v, want error %v", err, tc.err)
+			}
+			if got != tc.want {
+				t.Errorf("limit = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLimit(t *testing.T) {
+	if got := Limit(1<<30, 0.9); got != 966367641 {
+		t.Errorf("Limit(1 GiB, 0.9) = %d, want 966367641", got)
+	}
+}
