@@ -13,6 +13,7 @@ import (
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -28,6 +29,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/scheme"
 	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
+	clustergatev1alpha1informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
 )
 
 // LeaseName is the Lease the writing controllers are elected with.
@@ -39,6 +41,12 @@ type Config struct {
 	Loopback *rest.Config
 	// Core reaches the core cluster: Secrets, events and the Lease.
 	Core *rest.Config
+	// Sessions and Credentials are the caches of Sessions and of their
+	// credentials Secrets that the proxy keeps on every replica: the
+	// controllers share them rather than keep a copy of their own. Their
+	// owner starts them.
+	Sessions    clustergatev1alpha1informers.SessionInformer
+	Credentials coreinformers.SecretInformer
 	// Gardener reaches the Gardener project; with no project the kubeconfig
 	// controller does not run.
 	Gardener gardener.Config
@@ -82,10 +90,6 @@ func Run(ctx context.Context, cfg Config) error {
 		recorder := broadcaster.NewRecorder(scheme.Scheme, "clustergate")
 
 		own := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0, clustergateinformers.WithTransform(controllerutil.DropManagedFields))
-		// Each Secret informer caches only the Secrets its controller owns.
-		credentials := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Session.Namespace),
-			informers.WithTransform(controllerutil.DropManagedFields),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.CredentialsSelector().String() }))
 		// A nil *Client must reach the session controller as a nil
 		// interface: it checks for "no Gardener project" that way.
 		var gardenerSessions gardener.Requester
@@ -93,14 +97,15 @@ func Run(ctx context.Context, cfg Config) error {
 			gardenerSessions = g
 		}
 		sessions, err := session.New(cfg.Session, client, kube, istio, gardenerSessions,
-			own.Clustergate().V1alpha1().Sessions(), credentials.Core().V1().Secrets(), recorder, clock.RealClock{})
+			cfg.Sessions, cfg.Credentials, recorder, clock.RealClock{})
 		if err != nil {
 			logger.Error(err, "Building the session controller")
 			return
 		}
 		running := []func(context.Context){sessions.Run}
-		factories := []interface{ Start(<-chan struct{}) }{own, credentials}
+		factories := []interface{ Start(<-chan struct{}) }{own}
 		if g != nil {
+			// This Secret informer caches only the Secrets the controller owns.
 			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(controllerutil.DropManagedFields),
 				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
 			// Rotations are spread at the pace Gardener is asked to keep.

@@ -75,19 +75,24 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 		stop()
 		return nil, nil, fmt.Errorf("building the server: %w", err)
 	}
+	// One cache per kind, shared by the proxy (every replica) and the
+	// controllers (the leader).
+	client, err := versioned.NewForConfig(server.GenericAPIServer.LoopbackClientConfig)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
+		clustergateinformers.WithTransform(controllerutil.DropManagedFields))
+	sessions := factory.Clustergate().V1alpha1().Sessions()
 	// Every replica ends its own proxied connections when sessions end.
 	server.GenericAPIServer.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
-		client, err := versioned.NewForConfig(hookCtx.LoopbackClientConfig)
-		if err != nil {
-			return err
-		}
-		factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0, clustergateinformers.WithTransform(controllerutil.DropManagedFields))
 		forget := func(types.UID) {}
 		if o.credentialSource != nil {
 			forget = o.credentialSource.Forget
 			o.credentialInformers.Start(hookCtx.Done())
 		}
-		if err := o.proxyRegistry.EndWithSessions(factory.Clustergate().V1alpha1().Sessions().Informer(), forget); err != nil {
+		if err := o.proxyRegistry.EndWithSessions(sessions.Informer(), forget); err != nil {
 			return err
 		}
 		factory.Start(hookCtx.Done())
@@ -97,11 +102,14 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 		// Controllers read and write through the server's own API, so they
 		// start once it serves.
 		core := config.GenericConfig.ClientConfig
+		credentials := o.credentialInformers.Core().V1().Secrets()
 		server.GenericAPIServer.AddPostStartHookOrDie("start-clustergate-controllers", func(hookCtx genericapiserver.PostStartHookContext) error {
 			go func() {
 				err := controllers.Run(hookCtx, controllers.Config{
 					Loopback:       o.withClientLimits(hookCtx.LoopbackClientConfig),
 					Core:           o.withClientLimits(core),
+					Sessions:       sessions,
+					Credentials:    credentials,
 					Gardener:       o.Gardener,
 					Kubeconfig:     o.Kubeconfig,
 					Session:        o.Session,

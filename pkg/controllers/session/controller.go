@@ -66,6 +66,9 @@ type Controller struct {
 	secrets   corelisters.SecretLister
 	hasSynced []cache.InformerSynced
 	queue     *controllerutil.Queue
+	// unregister removes the controller's event handlers: the informers are
+	// shared with the proxy and outlive a controller that lost its lease.
+	unregister []func() error
 
 	// istioServed caches whether the core cluster serves AuthorizationPolicies.
 	istioMu      sync.Mutex
@@ -92,23 +95,36 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
 	}
 	c.queue = controllerutil.NewQueue("session-controller", clk, 500*time.Millisecond, time.Minute, c.sync)
-	if _, err := sessions.Informer().AddEventHandler(c.queue.EventHandler(controllerutil.ObjectKey)); err != nil {
-		return nil, err
+	handlers := []struct {
+		informer cache.SharedIndexInformer
+		handler  cache.ResourceEventHandler
+	}{
+		{sessions.Informer(), c.queue.EventHandler(controllerutil.ObjectKey)},
+		{secrets.Informer(), c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
+			s, ok := obj.(*corev1.Secret)
+			if !ok {
+				return types.NamespacedName{}, false
+			}
+			return types.NamespacedName{Namespace: s.Labels[LabelSessionNamespace], Name: s.Labels[LabelSessionName]}, true
+		})},
 	}
-	if _, err := secrets.Informer().AddEventHandler(c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
-		s, ok := obj.(*corev1.Secret)
-		if !ok {
-			return types.NamespacedName{}, false
+	for _, h := range handlers {
+		registration, err := h.informer.AddEventHandler(h.handler)
+		if err != nil {
+			return nil, err
 		}
-		return types.NamespacedName{Namespace: s.Labels[LabelSessionNamespace], Name: s.Labels[LabelSessionName]}, true
-	})); err != nil {
-		return nil, err
+		c.unregister = append(c.unregister, func() error { return h.informer.RemoveEventHandler(registration) })
 	}
 	return c, nil
 }
 
-// Run handles sessions until ctx ends.
+// Run handles sessions until ctx ends, then lets go of the informers.
 func (c *Controller) Run(ctx context.Context) {
+	defer func() {
+		for _, unregister := range c.unregister {
+			_ = unregister()
+		}
+	}()
 	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
 
