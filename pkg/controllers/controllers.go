@@ -72,6 +72,10 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Info("No --gardener-project: the GardenerClusterKubeconfig controller is off and sessions reach clusters only")
 	} else if g, err = gardener.NewClient(cfg.Gardener); err != nil {
 		return err
+	} else {
+		// Every replica probes, leader or not: each reports whether it
+		// reaches Gardener.
+		go g.Probe(ctx, cfg.Gardener.ProbeInterval)
 	}
 
 	run := func(ctx context.Context) {

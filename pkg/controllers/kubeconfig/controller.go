@@ -237,7 +237,6 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		patched := obj.DeepCopy()
 		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == Finalizer })
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
-		secondsUntilExpiry.DeleteLabelValues(obj.Namespace, obj.Name)
 		return controllerutil.IgnoreNotFound(err)
 	case RemoveForceAnnotation:
 		patched := obj.DeepCopy()
@@ -272,7 +271,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
 	if err != nil {
 		reason := gardener.ReasonOf(err)
-		failures.WithLabelValues(string(reason)).Inc()
+		writeFailures.WithLabelValues(string(reason)).Inc()
 		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
 			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
 		statusErr := c.applyStatus(ctx, obj, &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason),
@@ -319,11 +318,11 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
+		writeFailures.WithLabelValues(ReasonSecretWriteFailed).Inc()
 		return err
 	}
 	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
-	rotations.WithLabelValues(a.Reason).Inc()
-	secondsUntilExpiry.WithLabelValues(obj.Namespace, obj.Name).Set(kc.ExpiresAt.Sub(now).Seconds())
+	writes.WithLabelValues(a.Reason).Inc()
 	c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, a.Reason, "WriteKubeconfig",
 		"Wrote a kubeconfig valid until %s to Secret %s", kc.ExpiresAt.UTC().Format(time.RFC3339), ref.Name)
 	return nil
