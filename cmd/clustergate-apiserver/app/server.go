@@ -92,6 +92,7 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 		factory.Start(hookCtx.Done())
 		return nil
 	})
+	server.GenericAPIServer.AddPostStartHookOrDie("start-object-metrics", o.startObjectMetrics)
 	if !o.standalone {
 		// Controllers read and write through the server's own API, so they
 		// start once it serves.

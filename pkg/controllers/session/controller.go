@@ -129,7 +129,11 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 	}
 	a := NextAction(o, c.opts.Config)
 	klog.FromContext(ctx).V(4).Info("Next action", "session", key, "action", a.Type)
-	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: a.Type != None && a.Type != UpdateStatus}, c.perform(ctx, o, target, a)
+	if err := c.perform(ctx, o, target, a); err != nil {
+		return controllerutil.Result{}, err
+	}
+	record(o, a)
+	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: a.Type != None && a.Type != UpdateStatus}, nil
 }
 
 // target is a cluster target as the server reaches it.
