@@ -48,7 +48,9 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 		if err != nil {
 			return err
 		}
-		prometheus = fmt.Sprintf("Prometheus (rules of artifacts/monitoring): %s/alerts, API %s/api/v1/\n", p.URL, p.URL)
+		// The web UI's assets are not part of the Go module: the API only.
+		prometheus = fmt.Sprintf("Prometheus (rules of artifacts/monitoring): curl %s/api/v1/alerts\n"+
+			"                                          curl '%s/api/v1/query?query=job:clustergate_sessions:max'\n", p.URL, p.URL)
 	}
 
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", "demo"); err != nil {
