@@ -4,7 +4,7 @@
 GO ?= go
 BIN := _output/bin
 
-.PHONY: all build codegen verify test test-unit test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
+.PHONY: all build codegen verify test test-unit test-monitoring test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
 
 all: build
 
@@ -22,18 +22,23 @@ verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## test: every test: unit, storage, integration and end to end
-test: test-unit test-e2e
+## test: every test: unit, storage, integration, monitoring and end to end
+test: test-unit test-monitoring test-e2e
 
 ## test-unit: unit, storage (embedded etcd) and in-process integration tests
 test-unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/monitoring)
+
+## test-monitoring: promtool checks and unit-tests the rules of artifacts/monitoring; the component and dashboard
+test-monitoring:
+	hack/tools/build.sh prometheus
+	$(GO) test -count=1 ./test/monitoring/
 
 ## test-e2e: the real control plane (kube-apiserver, gardener-apiserver, etcd) with clustergate registered
 test-e2e: tools build
 	$(GO) test -count=1 -v ./test/e2e/
 
-## tools: build the pinned etcd, kube-apiserver, kube-controller-manager and gardener-apiserver
+## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, gardener-apiserver, node and prometheus
 tools:
 	hack/tools/build.sh
 

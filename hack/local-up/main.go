@@ -19,17 +19,18 @@ func main() {
 	root, _ := os.Getwd()
 	dir := flag.String("dir", filepath.Join(root, "_output", "local"), "directory for certificates, kubeconfigs, data and logs")
 	bin := flag.String("bin", filepath.Join(root, "_output", "bin"), "directory of the built binaries")
+	withPrometheus := flag.Bool("prometheus", false, "also run Prometheus with the rules of artifacts/monitoring, scraping clustergate")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, root, *dir, *bin); err != nil {
+	if err := run(ctx, root, *dir, *bin, *withPrometheus); err != nil {
 		fmt.Fprintln(os.Stderr, "local-up:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, root, dir, bin string) error {
+func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error {
 	start := time.Now()
 	logf := func(format string, args ...any) { fmt.Printf("local-up: "+format+"\n", args...) }
 	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf})
@@ -41,6 +42,16 @@ func run(ctx context.Context, root, dir, bin string) error {
 		cp.Stop()
 	}()
 	logf("control plane ready in %s", time.Since(start).Round(100*time.Millisecond))
+	prometheus := ""
+	if withPrometheus {
+		p, err := cp.StartPrometheus(ctx, controlplane.PrometheusOptions{ScrapeInterval: 10 * time.Second})
+		if err != nil {
+			return err
+		}
+		// The web UI's assets are not part of the Go module: the API only.
+		prometheus = fmt.Sprintf("Prometheus (rules of artifacts/monitoring): curl %s/api/v1/alerts\n"+
+			"                                          curl '%s/api/v1/query?query=job:clustergate_sessions:max'\n", p.URL, p.URL)
+	}
 
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", "demo"); err != nil {
 		return err
@@ -80,10 +91,10 @@ clustergate is registered with the garden kube-apiserver at %s.
 The shoot "local" (Gardener project "local"): kubectl --kubeconfig=%s get ns
 Through the session demo/look-around:    kubectl --kubeconfig=%s get ns
 A kubeconfig for another user:           hack/local-user.sh alice [GROUP...]
-Logs: %s
+%sLogs: %s
 
 Press Ctrl-C to stop.
-`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig), rel(filepath.Join(dir, "logs")))
+`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig), prometheus, rel(filepath.Join(dir, "logs")))
 
 	<-ctx.Done()
 	return nil

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the pinned test tools (etcd, kube-apiserver, kube-controller-manager,
-# gardener-apiserver, and node, the stand-in kubelet), each from its own Go
-# module under hack/tools/<set>/.
+# gardener-apiserver, node, the stand-in kubelet, and prometheus with
+# promtool), each from its own Go module under hack/tools/<set>/.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
@@ -53,6 +53,14 @@ build_set() {
         (cd "${dir}" && go build -trimpath -ldflags "${flags}" -o "${dest}/" \
           github.com/gardener/gardener/cmd/gardener-apiserver)
         ;;
+      prometheus)
+        # Module version v0.3MM.P is Prometheus release 3.MM.P.
+        local version p=github.com/prometheus/common/version
+        version=$(module_version prometheus github.com/prometheus/prometheus)
+        version="3.$(echo "${version#v0.3}" | sed 's/^0*\([0-9]\)/\1/')"
+        (cd "${dir}" && go build -trimpath -tags remove_all_sd -ldflags "-s -w -X ${p}.Version=${version}" -o "${dest}/" \
+          github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+        ;;
       *)
         echo "unknown tool set ${set}" >&2
         return 1
@@ -68,7 +76,7 @@ build_set() {
 }
 
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener node)
+[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener node prometheus)
 for s in "${sets[@]}"; do
   build_set "${s}"
 done

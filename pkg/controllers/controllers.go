@@ -28,7 +28,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/scheme"
-	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
 	clustergatev1alpha1informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
 )
 
@@ -41,11 +40,13 @@ type Config struct {
 	Loopback *rest.Config
 	// Core reaches the core cluster: Secrets, events and the Lease.
 	Core *rest.Config
-	// Sessions and Credentials are the caches of Sessions and of their
-	// credentials Secrets that the proxy keeps on every replica: the
-	// controllers share them rather than keep a copy of their own. Their
-	// owner starts them.
+	// Sessions, Kubeconfigs and Credentials are the caches of Sessions,
+	// GardenerClusterKubeconfigs and the sessions' credentials Secrets that
+	// every replica keeps for the proxy and the metrics: the controllers
+	// share them rather than keep copies of their own. Their owner starts
+	// them.
 	Sessions    clustergatev1alpha1informers.SessionInformer
+	Kubeconfigs clustergatev1alpha1informers.GardenerClusterKubeconfigInformer
 	Credentials coreinformers.SecretInformer
 	// Gardener reaches the Gardener project; with no project the kubeconfig
 	// controller does not run.
@@ -81,6 +82,10 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Info("No --gardener-project: the GardenerClusterKubeconfig controller is off and sessions reach clusters only")
 	} else if g, err = gardener.NewClient(cfg.Gardener); err != nil {
 		return err
+	} else {
+		// Every replica probes, leader or not: each reports whether it
+		// reaches Gardener.
+		go g.Probe(ctx, cfg.Gardener.ProbeInterval)
 	}
 
 	run := func(ctx context.Context) {
@@ -89,7 +94,6 @@ func Run(ctx context.Context, cfg Config) error {
 		defer broadcaster.Shutdown()
 		recorder := broadcaster.NewRecorder(scheme.Scheme, "clustergate")
 
-		own := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0, clustergateinformers.WithTransform(controllerutil.DropManagedFields))
 		// A nil *Client must reach the session controller as a nil
 		// interface: it checks for "no Gardener project" that way.
 		var gardenerSessions gardener.Requester
@@ -103,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return
 		}
 		running := []func(context.Context){sessions.Run}
-		factories := []interface{ Start(<-chan struct{}) }{own}
+		var factories []informers.SharedInformerFactory
 		if g != nil {
 			// This Secret informer caches only the Secrets the controller owns.
 			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(controllerutil.DropManagedFields),
@@ -112,7 +116,7 @@ func Run(ctx context.Context, cfg Config) error {
 			opts := cfg.Kubeconfig
 			opts.Schedule = kubeconfig.NewSchedule(float64(cfg.Gardener.QPS))
 			kubeconfigs, err := kubeconfig.New(opts, client, kube, g,
-				own.Clustergate().V1alpha1().GardenerClusterKubeconfigs(), kubeconfigSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
+				cfg.Kubeconfigs, kubeconfigSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
 			if err != nil {
 				logger.Error(err, "Building the kubeconfig controller")
 				return

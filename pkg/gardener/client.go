@@ -36,6 +36,9 @@ type Config struct {
 	Burst int
 	// Timeout bounds one request.
 	Timeout time.Duration
+	// ProbeInterval is how often Probe asks whether Gardener answers; zero
+	// turns the probe off.
+	ProbeInterval time.Duration
 }
 
 // AccessLevel selects the subresource a kubeconfig is requested from.
@@ -138,12 +141,13 @@ func (c *Client) Namespace() string { return c.namespace }
 // RequestKubeconfig asks Gardener for a kubeconfig of shoot at the given
 // access level, valid for expiration (at least MinExpiration). The expiry
 // is read from Gardener's answer, which may cap the validity.
-func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, level AccessLevel, expiration time.Duration) (Kubeconfig, error) {
+func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, level AccessLevel, expiration time.Duration) (_ Kubeconfig, err error) {
 	seconds := int64(max(expiration, MinExpiration) / time.Second)
-	kind, subresource := "AdminKubeconfigRequest", "adminkubeconfig"
+	kind, subresource := "AdminKubeconfigRequest", operationAdmin
 	if level == Viewer {
-		kind, subresource = "ViewerKubeconfigRequest", "viewerkubeconfig"
+		kind, subresource = "ViewerKubeconfigRequest", operationViewer
 	}
+	defer func(start time.Time) { observe(subresource, start, err) }(time.Now())
 	// Admin and viewer requests have the same shape.
 	body, err := json.Marshal(authenticationv1alpha1.AdminKubeconfigRequest{
 		TypeMeta: metav1.TypeMeta{APIVersion: authenticationv1alpha1.SchemeGroupVersion.String(), Kind: kind},

@@ -126,6 +126,7 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 			cause := sessionEnd(ctx)
 			ended := cause != nil
 			closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
+			observeDuration(wayAggregated, req, path, r.clock.Since(start))
 			if v := recover(); v != nil && (v != http.ErrAbortHandler || !ended) {
 				panic(v)
 			}

@@ -27,6 +27,14 @@ var (
 
 func init() {
 	legacyregistry.MustRegister(openRequests, closedRequests, refusedRequests)
+	// Every series exists from the start at zero, so that rate() and
+	// increase() count the first request of each reason too.
+	for _, err := range []error{nil, ErrExpired, ErrDeleted, ErrNotReady} {
+		closedRequests.WithLabelValues(reasonLabel(err))
+	}
+	for _, err := range []error{ErrExpired, ErrDeleted, ErrNotReady, ErrTooManyForSession, ErrTooManyForOwner} {
+		refusedRequests.WithLabelValues(reasonLabel(err))
+	}
 }
 
 // reasonLabel names why a connection ended or was refused, for metrics;

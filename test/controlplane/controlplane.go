@@ -561,6 +561,8 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		"--external-ca-file=" + cp.gardenCA.CertFile,
 		// Short sessions for demos and tests.
 		"--session-min-ttl=10s",
+		// Gardener's outages show within seconds.
+		"--gardener-probe-interval=2s",
 	}, append(cp.storageArgs(), cp.opts.ClustergateArgs...)...)...); err != nil {
 		return err
 	}

@@ -113,7 +113,7 @@ func NewOptions() *Options {
 		SessionMinTTL:       policy.MinTTL,
 		SessionMaxTTL:       policy.MaxTTL,
 		SessionAccessGroups: sets.List(policy.AccessGroups),
-		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second},
+		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second},
 		Kubeconfig: kubeconfig.Options{
 			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute},
 			Expiration: 24 * time.Hour,
@@ -174,6 +174,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.Gardener.QPS, "gardener-qps", o.Gardener.QPS, "Requests per second to Gardener.")
 	fs.IntVar(&o.Gardener.Burst, "gardener-burst", o.Gardener.Burst, "Burst of requests to Gardener.")
 	fs.DurationVar(&o.Gardener.Timeout, "gardener-timeout", o.Gardener.Timeout, "Timeout of one request to Gardener.")
+	fs.DurationVar(&o.Gardener.ProbeInterval, "gardener-probe-interval", o.Gardener.ProbeInterval,
+		"How often every replica lists one Shoot to tell whether Gardener answers (metric clustergate_gardener_requests_total{operation=\"probe\"}); 0 turns it off.")
 	fs.DurationVar(&o.Kubeconfig.Expiration, "kubeconfig-expiration", o.Kubeconfig.Expiration,
 		"Validity asked of Gardener for each kubeconfig (at least 10m; Gardener may cap it).")
 	fs.Float64Var(&o.Kubeconfig.RotationRatio, "kubeconfig-rotation-ratio", o.Kubeconfig.RotationRatio,

@@ -75,8 +75,8 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 		stop()
 		return nil, nil, fmt.Errorf("building the server: %w", err)
 	}
-	// One cache per kind, shared by the proxy (every replica) and the
-	// controllers (the leader).
+	// One cache per kind, shared by the proxy and the object metrics (every
+	// replica) and the controllers (the leader).
 	client, err := versioned.NewForConfig(server.GenericAPIServer.LoopbackClientConfig)
 	if err != nil {
 		stop()
@@ -85,6 +85,8 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
 		clustergateinformers.WithTransform(controllerutil.DropManagedFields))
 	sessions := factory.Clustergate().V1alpha1().Sessions()
+	kubeconfigs := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
+	o.registerObjectMetrics(sessions, kubeconfigs)
 	// Every replica ends its own proxied connections when sessions end.
 	server.GenericAPIServer.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
 		forget := func(types.UID) {}
@@ -109,6 +111,7 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 					Loopback:       o.withClientLimits(hookCtx.LoopbackClientConfig),
 					Core:           o.withClientLimits(core),
 					Sessions:       sessions,
+					Kubeconfigs:    kubeconfigs,
 					Credentials:    credentials,
 					Gardener:       o.Gardener,
 					Kubeconfig:     o.Kubeconfig,

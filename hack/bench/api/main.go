@@ -51,6 +51,10 @@ func run(root string, n, rounds int) error {
 	dir := filepath.Join(root, "_output", "bench-api")
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Dir: dir, BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
+		// Both servers store in the same etcd, so that the comparison is
+		// of the servers, not of two etcds (the embedded one syncs every
+		// write to disk, the local garden's does not).
+		SharedEtcd: true,
 	})
 	if err != nil {
 		return err

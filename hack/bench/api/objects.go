@@ -161,7 +161,7 @@ func waitSettled(ctx context.Context, cfg *rest.Config, n int) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(time.Duration(n)*20*time.Millisecond + 5*time.Minute)
+	deadline := time.Now().Add(time.Duration(n)*100*time.Millisecond + 5*time.Minute)
 	for time.Now().Before(deadline) {
 		sessions, err := client.ClustergateV1alpha1().Sessions(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // DropManagedFields is an informer transform that drops managedFields from
@@ -22,6 +23,33 @@ func DropManagedFields(obj any) (any, error) {
 		a.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// InformerHandler is an event handler for an informer.
+type InformerHandler struct {
+	Informer cache.SharedIndexInformer
+	Handler  cache.ResourceEventHandler
+}
+
+// AddHandlers adds each handler to its informer and returns a function that
+// removes them all again: the informers are shared with the rest of the
+// server and outlive a controller that lost its lease.
+func AddHandlers(handlers ...InformerHandler) (remove func(), err error) {
+	var registrations []func()
+	remove = func() {
+		for _, r := range registrations {
+			r()
+		}
+	}
+	for _, h := range handlers {
+		registration, err := h.Informer.AddEventHandler(h.Handler)
+		if err != nil {
+			remove()
+			return nil, err
+		}
+		registrations = append(registrations, func() { _ = h.Informer.RemoveEventHandler(registration) })
+	}
+	return remove, nil
 }
 
 // Protobuf returns a copy of cfg that speaks protobuf, as kube-controller-manager

@@ -59,6 +59,9 @@ type Controller struct {
 	// to gardenerQueue, so that finalizers and statuses of thousands of
 	// objects never wait behind Gardener's pace.
 	queue, gardenerQueue *controllerutil.Queue
+	// removeHandlers removes the controller's event handlers from the
+	// informers, which the rest of the server shares.
+	removeHandlers func()
 
 	// pending remembers, per object, the kubeconfig this replica wrote last
 	// until the Secret cache shows it: a pass that sees an older Secret must
@@ -90,25 +93,27 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
 	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)
-	if _, err := objects.Informer().AddEventHandler(c.queue.EventHandler(controllerutil.ObjectKey)); err != nil {
+	remove, err := controllerutil.AddHandlers(
+		controllerutil.InformerHandler{Informer: objects.Informer(), Handler: c.queue.EventHandler(controllerutil.ObjectKey)},
+		// A managed Secret's changes queue its object, so that deleted or
+		// edited Secrets are repaired at once.
+		controllerutil.InformerHandler{Informer: secrets.Informer(), Handler: c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
+			s, ok := obj.(*corev1.Secret)
+			if !ok || s.Labels[LabelClusterName] == "" {
+				return types.NamespacedName{}, false
+			}
+			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[LabelClusterName]}, true
+		})})
+	if err != nil {
 		return nil, err
 	}
-	// A managed Secret's changes queue its object, so that deleted or
-	// edited Secrets are repaired at once.
-	if _, err := secrets.Informer().AddEventHandler(c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
-		s, ok := obj.(*corev1.Secret)
-		if !ok || s.Labels[LabelClusterName] == "" {
-			return types.NamespacedName{}, false
-		}
-		return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[LabelClusterName]}, true
-	})); err != nil {
-		return nil, err
-	}
+	c.removeHandlers = remove
 	return c, nil
 }
 
-// Run handles objects until ctx ends.
+// Run handles objects until ctx ends, then lets go of the informers.
 func (c *Controller) Run(ctx context.Context) {
+	defer c.removeHandlers()
 	go c.gardenerQueue.Run(ctx, c.opts.Workers, c.hasSynced...)
 	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
@@ -237,7 +242,6 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		patched := obj.DeepCopy()
 		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == Finalizer })
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
-		secondsUntilExpiry.DeleteLabelValues(obj.Namespace, obj.Name)
 		c.opts.Schedule.Forget(obj.UID)
 		return controllerutil.IgnoreNotFound(err)
 	case RemoveForceAnnotation:
@@ -273,7 +277,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
 	if err != nil {
 		reason := gardener.ReasonOf(err)
-		failures.WithLabelValues(string(reason)).Inc()
+		writeFailures.WithLabelValues(string(reason)).Inc()
 		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
 			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
 		statusErr := c.applyStatus(ctx, obj, &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason),
@@ -320,11 +324,11 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
+		writeFailures.WithLabelValues(ReasonSecretWriteFailed).Inc()
 		return err
 	}
 	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
-	rotations.WithLabelValues(a.Reason).Inc()
-	secondsUntilExpiry.WithLabelValues(obj.Namespace, obj.Name).Set(kc.ExpiresAt.Sub(now).Seconds())
+	writes.WithLabelValues(a.Reason).Inc()
 	c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, a.Reason, "WriteKubeconfig",
 		"Wrote a kubeconfig valid until %s to Secret %s", kc.ExpiresAt.UTC().Format(time.RFC3339), ref.Name)
 	return nil

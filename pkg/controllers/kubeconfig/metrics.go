@@ -3,26 +3,39 @@ package kubeconfig
 import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
+// ReasonSecretWriteFailed labels a failed write whose kubeconfig Gardener
+// issued but whose Secret could not be written.
+const ReasonSecretWriteFailed = "SecretWriteFailed"
+
+// The controller's events, counted by the replica that leads: a write or a
+// failed write happens once, on the leader. What the objects are like now is
+// the Collector's, on every replica.
 var (
-	rotations = metrics.NewCounterVec(&metrics.CounterOpts{
+	writes = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "kubeconfig", Name: "writes_total",
 		Help:           "Kubeconfigs written to Secrets, by reason (Created, Rotated, ForcedRotation, Repaired, Adopted).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
-	failures = metrics.NewCounterVec(&metrics.CounterOpts{
-		Namespace: "clustergate", Subsystem: "kubeconfig", Name: "failures_total",
-		Help:           "Failed kubeconfig requests to Gardener, by reason (ShootNotFound, Forbidden, ShootNotReady, GardenerUnavailable).",
+	writeFailures = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "clustergate", Subsystem: "kubeconfig", Name: "write_failures_total",
+		Help: "Kubeconfig writes that failed, by reason: Gardener issued none (ShootNotFound, Forbidden, ShootNotReady, " +
+			"GardenerUnavailable) or the Secret could not be written (SecretWriteFailed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
-	secondsUntilExpiry = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Namespace: "clustergate", Subsystem: "kubeconfig", Name: "seconds_until_expiry",
-		Help:           "Seconds from the last write of an object's kubeconfig until it expires.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"namespace", "name"})
 )
 
 func init() {
-	legacyregistry.MustRegister(rotations, failures, secondsUntilExpiry)
+	legacyregistry.MustRegister(writes, writeFailures)
+	// Every series exists from the start at zero, so that increase() counts
+	// the first write or failure of each reason too.
+	for _, r := range []string{ReasonCreated, ReasonRotated, ReasonForced, ReasonRepaired, ReasonAdopted} {
+		writes.WithLabelValues(r)
+	}
+	for _, r := range []gardener.Reason{gardener.ShootNotFound, gardener.Forbidden, gardener.ShootNotReady, gardener.GardenerUnavailable, ReasonSecretWriteFailed} {
+		writeFailures.WithLabelValues(string(r))
+	}
 }

@@ -66,9 +66,9 @@ type Controller struct {
 	secrets   corelisters.SecretLister
 	hasSynced []cache.InformerSynced
 	queue     *controllerutil.Queue
-	// unregister removes the controller's event handlers: the informers are
-	// shared with the proxy and outlive a controller that lost its lease.
-	unregister []func() error
+	// removeHandlers removes the controller's event handlers from the
+	// shared informers.
+	removeHandlers func()
 
 	// istioServed caches whether the core cluster serves AuthorizationPolicies.
 	istioMu      sync.Mutex
@@ -95,36 +95,25 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
 	}
 	c.queue = controllerutil.NewQueue("session-controller", clk, 500*time.Millisecond, time.Minute, c.sync)
-	handlers := []struct {
-		informer cache.SharedIndexInformer
-		handler  cache.ResourceEventHandler
-	}{
-		{sessions.Informer(), c.queue.EventHandler(controllerutil.ObjectKey)},
-		{secrets.Informer(), c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
+	remove, err := controllerutil.AddHandlers(
+		controllerutil.InformerHandler{Informer: sessions.Informer(), Handler: c.queue.EventHandler(controllerutil.ObjectKey)},
+		controllerutil.InformerHandler{Informer: secrets.Informer(), Handler: c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
 			s, ok := obj.(*corev1.Secret)
 			if !ok {
 				return types.NamespacedName{}, false
 			}
 			return types.NamespacedName{Namespace: s.Labels[LabelSessionNamespace], Name: s.Labels[LabelSessionName]}, true
-		})},
+		})})
+	if err != nil {
+		return nil, err
 	}
-	for _, h := range handlers {
-		registration, err := h.informer.AddEventHandler(h.handler)
-		if err != nil {
-			return nil, err
-		}
-		c.unregister = append(c.unregister, func() error { return h.informer.RemoveEventHandler(registration) })
-	}
+	c.removeHandlers = remove
 	return c, nil
 }
 
 // Run handles sessions until ctx ends, then lets go of the informers.
 func (c *Controller) Run(ctx context.Context) {
-	defer func() {
-		for _, unregister := range c.unregister {
-			_ = unregister()
-		}
-	}()
+	defer c.removeHandlers()
 	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
 
@@ -145,7 +134,11 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 	}
 	a := NextAction(o, c.opts.Config)
 	klog.FromContext(ctx).V(4).Info("Next action", "session", key, "action", a.Type)
-	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: a.Type != None && a.Type != UpdateStatus}, c.perform(ctx, o, target, a)
+	if err := c.perform(ctx, o, target, a); err != nil {
+		return controllerutil.Result{}, err
+	}
+	record(o, a)
+	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: a.Type != None && a.Type != UpdateStatus}, nil
 }
 
 // target is a cluster target as the server reaches it.

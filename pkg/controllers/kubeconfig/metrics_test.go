@@ -1,0 +1,95 @@
+package kubeconfig
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/component-base/metrics/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/gardener"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/fake"
+)
+
+// requester answers every kubeconfig request with kc or err.
+type requester struct {
+	kc  gardener.Kubeconfig
+	err error
+}
+
+func (r requester) RequestKubeconfig(context.Context, string, gardener.AccessLevel, time.Duration) (gardener.Kubeconfig, error) {
+	return r.kc, r.err
+}
+
+// TestWriteMetrics: a write counts once as written, by why it was written,
+// or once as failed, by why it failed.
+func TestWriteMetrics(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	issued := gardener.Kubeconfig{Data: []byte("a kubeconfig"), ExpiresAt: now.Add(24 * time.Hour)}
+	tests := []struct {
+		name        string
+		gardener    requester
+		secretError error
+		// written: the kubeconfig was written; failed: the reason of the
+		// failure.
+		written bool
+		failed  string
+	}{
+		{name: "written", gardener: requester{kc: issued}, written: true},
+		{name: "Gardener does not answer", gardener: requester{err: &gardener.Error{Reason: gardener.GardenerUnavailable, Err: errors.New("503")}},
+			failed: string(gardener.GardenerUnavailable)},
+		{name: "Gardener refuses", gardener: requester{err: &gardener.Error{Reason: gardener.Forbidden, Err: errors.New("403")}},
+			failed: string(gardener.Forbidden)},
+		{name: "the Secret cannot be written", gardener: requester{kc: issued}, secretError: errors.New("etcd is full"),
+			failed: ReasonSecretWriteFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			writes.Reset()
+			writeFailures.Reset()
+			obj := &v1alpha1.GardenerClusterKubeconfig{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "kcp", Name: "c-123"},
+				Spec: v1alpha1.GardenerClusterKubeconfigSpec{Shoot: v1alpha1.ShootReference{Name: "c-123"},
+					Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Namespace: "kcp", Name: "kubeconfig-c-123", Key: "config"}}},
+			}
+			kube := kubefake.NewClientset()
+			if tt.secretError != nil {
+				kube.PrependReactor("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, tt.secretError
+				})
+			}
+			c := &Controller{client: fake.NewClientset(obj), kube: kube, gardener: tt.gardener, clock: clocktesting.NewFakeClock(now),
+				recorder: events.NewFakeRecorder(10), pending: map[types.NamespacedName]pendingWrite{}}
+
+			err := c.writeKubeconfig(context.Background(), Observed{Object: obj, Now: now}, Action{Type: WriteKubeconfig, Reason: ReasonCreated, Create: true})
+			if (err == nil) != (tt.failed == "") {
+				t.Fatalf("writeKubeconfig: %v", err)
+			}
+			wantWritten := 0.0
+			if tt.written {
+				wantWritten = 1
+			}
+			if got, _ := testutil.GetCounterMetricValue(writes.WithLabelValues(ReasonCreated)); got != wantWritten {
+				t.Errorf("writes_total{reason=Created} = %v, want %v", got, wantWritten)
+			}
+			for _, reason := range []string{string(gardener.GardenerUnavailable), string(gardener.Forbidden), ReasonSecretWriteFailed} {
+				want := 0.0
+				if reason == tt.failed {
+					want = 1
+				}
+				if got, _ := testutil.GetCounterMetricValue(writeFailures.WithLabelValues(reason)); got != want {
+					t.Errorf("write_failures_total{reason=%q} = %v, want %v", reason, got, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,65 @@
+package proxy
+
+import (
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// Ways in, the values of the way label. Only the aggregated one exists
+// today; the data plane's listener will observe its requests as
+// "data_plane", so that both share one histogram.
+const wayAggregated = "aggregated"
+
+// Verb classes, the values of the verb_class label: they separate requests
+// whose duration is latency from streams whose duration is their life.
+const (
+	// verbClassRead: GET, HEAD and OPTIONS that answer at once.
+	verbClassRead = "read"
+	// verbClassWrite: POST, PUT, PATCH and DELETE.
+	verbClassWrite = "write"
+	// verbClassWatch: streamed answers, lasting until their client, their
+	// target or their session ends them: watches, followed logs, the
+	// target's own proxy subresources.
+	verbClassWatch = "watch"
+	// verbClassStream: upgraded connections: exec, attach, port-forward,
+	// WebSockets.
+	verbClassStream = "stream"
+)
+
+var requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+	Namespace: "clustergate", Subsystem: "proxy", Name: "request_duration_seconds",
+	Help: "Duration of proxied requests this replica let through, from their arrival until the answer or stream ended (failures to reach the target included), " +
+		"by verb class (read, write: latency; watch, stream: how long streams lasted) and way in (aggregated).",
+	// Latency below 10 s, stream lives up to the longest session.
+	Buckets:        []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400},
+	StabilityLevel: metrics.ALPHA,
+}, []string{"verb_class", "way"})
+
+func init() {
+	legacyregistry.MustRegister(requestDuration)
+	for _, class := range []string{verbClassRead, verbClassWrite, verbClassWatch, verbClassStream} {
+		requestDuration.WithLabelValues(class, wayAggregated)
+	}
+}
+
+// verbClass classifies a proxied request to path on the target.
+func verbClass(req *http.Request, path string) string {
+	switch {
+	case httpstream.IsUpgradeRequest(req):
+		return verbClassStream
+	case LongRunning(req, path):
+		return verbClassWatch
+	case req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == http.MethodOptions:
+		return verbClassRead
+	}
+	return verbClassWrite
+}
+
+// observeDuration records a proxied request that came in by way and took d.
+func observeDuration(way string, req *http.Request, path string, d time.Duration) {
+	requestDuration.WithLabelValues(verbClass(req, path), way).Observe(d.Seconds())
+}
