@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 //go:embed fixtures/*.yaml
@@ -544,6 +546,10 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	}
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, shootKubeconfig, "-n", "clustergate-system", "create", "secret", "generic",
 		ShootTargetSecret, "--from-file=kubeconfig=/dev/stdin"); err != nil {
+		return err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "label", "secret", ShootTargetSecret,
+		credentials.LabelClusterTarget+"=true"); err != nil {
 		return err
 	}
 	if err := cp.start("clustergate", "clustergate-apiserver", append([]string{
