@@ -56,20 +56,32 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", "demo"); err != nil {
 		return err
 	}
-	for _, example := range []string{"session.yaml", "gardenerclusterkubeconfig.yaml"} {
-		if out, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "apply", "-f", filepath.Join(root, "artifacts", "examples", example)); err != nil {
+	// The README's user alice may open viewer sessions in demo: her own
+	// sessions, and viewer on every target there. The example session is
+	// hers; the admin keeps the example kubeconfig.
+	for name, role := range map[string]string{"alice-sessions": "clustergate:session-user", "alice-targets": "clustergate:target-viewer"} {
+		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "create", "rolebinding", name, "--clusterrole="+role, "--user=alice"); err != nil {
+			return err
+		}
+	}
+	alice, err := cp.UserKubeconfig("alice", "sre")
+	if err != nil {
+		return err
+	}
+	for example, kubeconfig := range map[string]string{"session.yaml": alice, "gardenerclusterkubeconfig.yaml": cp.AdminKubeconfig} {
+		if out, err := cp.Kubectl(ctx, kubeconfig, nil, "-n", "demo", "apply", "--server-side", "-f", filepath.Join(root, "artifacts", "examples", example)); err != nil {
 			logf("example %s not created: %v", example, err)
 		} else {
 			fmt.Print(string(out))
 		}
 	}
 
-	// The example session's kubeconfig, completed with the admin's
+	// The example session's kubeconfig, completed with alice's
 	// certificate, for a first look through the proxy.
 	sessionKubeconfig := filepath.Join(dir, "look-around.kubeconfig")
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "wait", "--for=condition=Ready", "--timeout=60s", "session/look-around"); err != nil {
 		logf("the example session is not Ready: %v", err)
-	} else if err := cp.SessionKubeconfig(ctx, cp.AdminKubeconfig, "demo", "look-around", sessionKubeconfig); err != nil {
+	} else if err := cp.SessionKubeconfig(ctx, alice, "demo", "look-around", sessionKubeconfig); err != nil {
 		logf("no kubeconfig for the example session: %v", err)
 	}
 
@@ -89,7 +101,7 @@ clustergate is registered with the garden kube-apiserver at %s.
   kubectl explain session.spec
 
 The shoot "local" (Gardener project "local"): kubectl --kubeconfig=%s get ns
-Through the session demo/look-around:    kubectl --kubeconfig=%s get ns
+Through alice's session demo/look-around: kubectl --kubeconfig=%s get ns
 A kubeconfig for another user:           hack/local-user.sh alice [GROUP...]
 %sLogs: %s
 

@@ -10,12 +10,14 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 
+	"github.com/clustergate/clustergate/pkg/admission/targetaccess"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/install"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	gckstorage "github.com/clustergate/clustergate/pkg/registry/gardenerclusterkubeconfig/storage"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
+	"github.com/clustergate/clustergate/pkg/registry/target"
 )
 
 var (
@@ -46,6 +48,8 @@ func init() {
 type ExtraConfig struct {
 	// SessionPolicy bounds the Sessions users may create.
 	SessionPolicy validation.SessionPolicy
+	// SessionMaxPerOwner caps the live sessions of one owner; 0 is no cap.
+	SessionMaxPerOwner int
 	// Proxy configures sessions/proxy and sessions/kubeconfig.
 	Proxy sessionstorage.ProxyConfig
 }
@@ -94,7 +98,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	optsGetter := c.GenericConfig.RESTOptionsGetter
-	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, c.ExtraConfig.SessionPolicy, c.ExtraConfig.Proxy)
+	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, sessionstorage.Config{
+		Policy: c.ExtraConfig.SessionPolicy, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: c.ExtraConfig.Proxy,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +117,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		"sessions/kubeconfig":               sessions.Kubeconfig,
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
+		// Authorization only: who may reach which target.
+		targetaccess.ResourceShoots:   target.NewREST("shoot", "Shoot"),
+		targetaccess.ResourceClusters: target.NewREST("cluster", "Cluster"),
 	}
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err

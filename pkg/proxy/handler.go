@@ -42,8 +42,15 @@ type Target struct {
 }
 
 // strippedHeaderPrefixes never reach the target: the caller's credentials
-// and identity claims. The target sees only the session's credentials.
-var strippedHeaderPrefixes = []string{"Authorization", "Impersonate-", "X-Remote-", "Proxy-Authorization"}
+// and identity claims, which the target must not see or trust (it sees only
+// the session's credentials), and the caller's claims about where the
+// request came from, which would land in the target's audit log as source
+// addresses. The address the target sees is the one this server saw,
+// added on the way out.
+var strippedHeaderPrefixes = []string{
+	"Authorization", "Proxy-Authorization", "Impersonate-", "X-Remote-", "Cookie",
+	"X-Forwarded-", "Forwarded", "X-Real-Ip",
+}
 
 // endWriteTimeout is how long a streamed response may still take to reach
 // its client once the session ended: enough for the final watch event, and
@@ -65,8 +72,11 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		defer release()
 		openRequests.Inc()
 		defer openRequests.Dec()
+		// Decided on the request as the caller sent it, as the server's
+		// request timeout was.
+		longRunning := LongRunning(req, path)
 		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
-			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"))
+			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", longRunning)
 
 		stripCallerCredentials(req.Header)
 		body := &countingReader{ReadCloser: req.Body}
@@ -97,7 +107,7 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 			endMu.Lock()
 			defer endMu.Unlock()
 			// The response writer is the server's once the handler returned.
-			if !returned && !cw.hijacked.Load() && LongRunning(req, path) {
+			if !returned && !cw.hijacked.Load() && longRunning {
 				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(endWriteTimeout))
 			}
 		})
@@ -173,8 +183,7 @@ func statusFor(err error, t Target) error {
 // finishWatch ends a JSON watch that the session's end cut off with a final
 // ERROR event whose Status says why, so that kubectl reports it.
 func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
-	watch := req.URL.Query().Get("watch")
-	if cw.hijacked.Load() || !cw.answered.Load() || (watch != "true" && watch != "1") ||
+	if cw.hijacked.Load() || !cw.answered.Load() || !queryTrue(req.URL.Query(), "watch") ||
 		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/endpoints/request"
@@ -37,7 +38,22 @@ func LongRunning(req *http.Request, path string) bool {
 	case longRunningSubresources.Has(info.Subresource):
 		return true
 	case info.Subresource == "log":
-		return req.URL.Query().Get("follow") == "true"
+		return queryTrue(req.URL.Query(), "follow")
 	}
 	return false
+}
+
+// queryTrue says whether the boolean query parameter name is true the way
+// the target's kube-apiserver decodes it into its options: any value but
+// "0" and "false" (in any case) is true, the empty one included, so that
+// follow=1, follow=TRUE and follow=yes all follow.
+func queryTrue(query url.Values, name string) bool {
+	values, ok := query[name]
+	if !ok {
+		return false
+	}
+	var b bool
+	// The decoder's own conversion; it never fails.
+	_ = runtime.Convert_Slice_string_To_bool(&values, &b, nil)
+	return b
 }

@@ -214,6 +214,8 @@ func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
 	for k, v := range map[string]string{
 		"Authorization": "Bearer stolen", "Impersonate-User": "root", "Impersonate-Group": "system:masters",
 		"X-Remote-User": "alice", "X-Remote-Group": "sre", "Accept": "application/json",
+		"Cookie": "session=stolen", "X-Forwarded-For": "6.6.6.6", "X-Forwarded-Host": "evil.example.com",
+		"X-Forwarded-Proto": "http", "Forwarded": "for=6.6.6.7", "X-Real-Ip": "6.6.6.8",
 		"Sec-WebSocket-Protocol": "v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.c3RvbGVu, v4.channel.k8s.io",
 	} {
 		req.Header.Set(k, v)
@@ -228,10 +230,16 @@ func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
 	}
 	for name := range got.Header {
 		for _, p := range strippedHeaderPrefixes {
-			if strings.HasPrefix(name, p) {
+			// Added on the way out; checked below.
+			if strings.HasPrefix(name, p) && name != "X-Forwarded-For" {
 				t.Errorf("header %s reached the target", name)
 			}
 		}
+	}
+	// The address the target sees is the one this server saw, not one the
+	// caller wrote.
+	if xff := got.Header.Values("X-Forwarded-For"); len(xff) != 1 || xff[0] != "192.0.2.1" {
+		t.Errorf("X-Forwarded-For at the target %q, want only the caller's address as this server saw it", xff)
 	}
 	if got.Header.Get("Accept") != "application/json" {
 		t.Errorf("ordinary headers must pass: Accept = %q", got.Header.Get("Accept"))

@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 //go:embed fixtures/*.yaml
@@ -102,6 +104,9 @@ type ControlPlane struct {
 	ShootKubeconfig string
 	// GardenURL and ShootURL are the two kube-apiservers.
 	GardenURL, ShootURL string
+	// ShootAuditLog is the shoot kube-apiserver's audit log, one JSON event
+	// per line at level Metadata: what a target sees of proxied requests.
+	ShootAuditLog string
 	// ClustergateURL is clustergate-apiserver itself, without the aggregator.
 	ClustergateURL string
 }
@@ -369,7 +374,13 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
+	auditPolicy := filepath.Join(cp.opts.Dir, "shoot-audit-policy.yaml")
+	if err := os.WriteFile(auditPolicy, []byte(shootAuditPolicy), 0o600); err != nil {
+		return err
+	}
+	cp.ShootAuditLog = filepath.Join(cp.logs, "shoot-audit.log")
 	if err := kubeAPIServer("shoot-apiserver", cp.ports.shoot, shootServing, shootClientCA, "/registry-shoot",
+		"--audit-policy-file="+auditPolicy, "--audit-log-path="+cp.ShootAuditLog, "--audit-log-format=json",
 		"--kubelet-certificate-authority="+nodeCA.CertFile,
 		"--kubelet-client-certificate="+kubeletClient.CertFile,
 		"--kubelet-client-key="+kubeletClient.KeyFile,
@@ -418,6 +429,14 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	return cp.registerNode(ctx)
 }
 
+// shootAuditPolicy logs who made each request to the shoot and from where.
+const shootAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`
+
 // registerNode makes the stand-in node known to the shoot, Ready, at its
 // address and port, so that the shoot's kube-apiserver sends exec and
 // port-forward of pods bound to it there.
@@ -451,9 +470,14 @@ func (cp *ControlPlane) startControllerManagers(context.Context) error {
 		}, extra...)...)
 	}
 	// In the garden: aggregated ClusterRoles (clustergate's read rules join
-	// "view") and namespace deletion.
+	// "view"), namespace deletion, and the usage of ResourceQuotas, which
+	// clustergate's admission enforces for its own resources.
+	// A new quota's usage of a resource the controller did not know yet
+	// (clustergate registers after it starts) is computed at the next full
+	// sync: every 15 s here, not every 5 minutes.
 	if err := controllerManager("garden-controller-manager", cp.AdminKubeconfig, cp.ports.gardenControllers,
-		"clusterrole-aggregation-controller,namespace-controller"); err != nil {
+		"clusterrole-aggregation-controller,namespace-controller,resourcequota-controller",
+		"--resource-quota-sync-period=15s"); err != nil {
 		return err
 	}
 	// In the shoot: the CSR signer, signing with the shoot's client CA, so
@@ -544,6 +568,10 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	}
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, shootKubeconfig, "-n", "clustergate-system", "create", "secret", "generic",
 		ShootTargetSecret, "--from-file=kubeconfig=/dev/stdin"); err != nil {
+		return err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "label", "secret", ShootTargetSecret,
+		credentials.LabelClusterTarget+"=true"); err != nil {
 		return err
 	}
 	if err := cp.start("clustergate", "clustergate-apiserver", append([]string{
@@ -693,6 +721,12 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string) (Replica,
 // at url that authenticates the way the aggregator does, as user with
 // groups, without passing through kube-apiserver.
 func (cp *ControlPlane) FrontProxyConfig(url, user string, groups ...string) *rest.Config {
+	return cp.FrontProxyConfigWithUID(url, user, "", groups...)
+}
+
+// FrontProxyConfigWithUID is FrontProxyConfig for a user with a UID, as an
+// authenticator that knows UIDs (OIDC, service accounts) reports it.
+func (cp *ControlPlane) FrontProxyConfigWithUID(url, user, uid string, groups ...string) *rest.Config {
 	cfg := &rest.Config{Host: url, TLSClientConfig: rest.TLSClientConfig{
 		CertFile: filepath.Join(cp.pki, "front-proxy-client.crt"), KeyFile: filepath.Join(cp.pki, "front-proxy-client.key"),
 		CAData: cp.aggregatedCA.CertPEM(), ServerName: "clustergate.clustergate-system.svc",
@@ -702,6 +736,9 @@ func (cp *ControlPlane) FrontProxyConfig(url, user string, groups ...string) *re
 			req = req.Clone(req.Context())
 			req.Header.Set("X-Remote-User", user)
 			req.Header["X-Remote-Group"] = groups
+			if uid != "" {
+				req.Header.Set("X-Remote-Uid", uid)
+			}
 			return rt.RoundTrip(req)
 		})
 	}
@@ -711,6 +748,9 @@ func (cp *ControlPlane) FrontProxyConfig(url, user string, groups ...string) *re
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// LogDir holds the output of every component, in <component>.log.
+func (cp *ControlPlane) LogDir() string { return cp.logs }
 
 // RepoRoot is the clustergate checkout the control plane was started from.
 func (cp *ControlPlane) RepoRoot() string { return cp.opts.RepoRoot }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -125,6 +126,14 @@ func deleteNamespace(t *testing.T, name string, bound time.Duration) time.Durati
 	return took
 }
 
+// grant binds the ClusterRoles to user in namespace ns.
+func grant(t *testing.T, ns, user string, clusterRoles ...string) {
+	t.Helper()
+	for _, role := range clusterRoles {
+		kubectl(t, "-n", ns, "create", "rolebinding", user+"-"+strings.TrimPrefix(role, "clustergate:"), "--clusterrole="+role, "--user="+user)
+	}
+}
+
 func sessionManifest(name, owner string) string {
 	ownerLine := ""
 	if owner != "" {
@@ -157,6 +166,38 @@ func TestAPIResources(t *testing.T) {
 		if !containsLine(out, want) {
 			t.Errorf("api-resources lacks %v:\n%s", want, out)
 		}
+	}
+	// The targets of authorization are in discovery, so that kubectl maps
+	// them (kubectl auth can-i, create role: TestRBAC, TestTargetAuthorization),
+	// without a verb, so that api-resources leaves them out and nothing serves them.
+	var discovery struct {
+		Resources []struct {
+			Name, Kind string
+			Verbs      []string
+		}
+	}
+	if err := json.Unmarshal([]byte(kubectl(t, "get", "--raw", "/apis/clustergate.dev/v1alpha1")), &discovery); err != nil {
+		t.Fatal(err)
+	}
+	virtual := map[string]string{}
+	for _, r := range discovery.Resources {
+		if len(r.Verbs) == 0 {
+			virtual[r.Name] = r.Kind
+		}
+	}
+	if want := map[string]string{"shoots": "Shoot", "clusters": "Cluster"}; !reflect.DeepEqual(virtual, want) {
+		t.Errorf("resources without verbs %v, want %v", virtual, want)
+	}
+	if strings.Contains(out, "Shoot") || strings.Contains(out, "Cluster ") {
+		t.Errorf("api-resources lists a virtual resource:\n%s", out)
+	}
+	// Gardener's shoots still come first for kubectl.
+	if got := kubectl(t, "-n", "garden-"+controlplane.Project, "get", "shoots", "-o", "name"); strings.TrimSpace(got) != "shoot.core.gardener.cloud/"+controlplane.Shoot {
+		t.Errorf("kubectl get shoots = %q, want Gardener's", got)
+	}
+	msg := kubectlErr(t, cp.AdminKubeconfig, "", "-n", "default", "get", "shoots.clustergate.dev")
+	if !strings.Contains(msg, "the server could not find the requested resource") {
+		t.Errorf("listing the virtual shoots: %s", msg)
 	}
 }
 
@@ -304,8 +345,10 @@ spec:
 func TestRBAC(t *testing.T) {
 	team := namespace(t, "team-a")
 	other := namespace(t, "team-b")
-	kubectl(t, "-n", team, "create", "rolebinding", "alice-sessions", "--clusterrole=clustergate:session-user", "--user=alice")
-	kubectl(t, "-n", team, "create", "rolebinding", "root-sessions", "--clusterrole=clustergate:session-admin", "--user=root")
+	grant(t, team, "alice", "clustergate:session-user", "clustergate:target-viewer")
+	grant(t, team, "root", "clustergate:session-admin")
+	// An assigned owner needs a grant on the target as much as a creator.
+	grant(t, team, "bob", "clustergate:target-viewer")
 	alice := userKubeconfig(t, "alice", "sre")
 	nobody := userKubeconfig(t, "nobody")
 	root := userKubeconfig(t, "root")
@@ -344,23 +387,44 @@ func TestRBAC(t *testing.T) {
 		}
 	})
 
+	// Resources as kubectl names them: RESOURCE.GROUP[/NAME][:SUBRESOURCE].
 	tests := []struct {
 		user, verb, resource, ns string
 		want                     string
 	}{
-		{"alice", "create", "sessions/proxy", team, "yes"},
-		{"alice", "get", "sessions/kubeconfig", team, "yes"},
-		{"alice", "assign", "sessions", team, "no"},
-		{"alice", "create", "sessions/proxy", other, "no"},
-		{"root", "assign", "sessions", team, "yes"},
-		{"nobody", "create", "sessions/proxy", team, "no"},
-		{"alice", "create", "gardenerclusterkubeconfigs", team, "no"},
+		{"alice", "create", "sessions.clustergate.dev:proxy", team, "yes"},
+		{"alice", "get", "sessions.clustergate.dev:kubeconfig", team, "yes"},
+		{"alice", "patch", "sessions.clustergate.dev", team, "yes"},
+		{"alice", "update", "sessions.clustergate.dev", team, "no"},
+		{"alice", "assign", "sessions.clustergate.dev", team, "no"},
+		{"alice", "revoke", "sessions.clustergate.dev", team, "no"},
+		{"alice", "deletecollection", "sessions.clustergate.dev", team, "no"},
+		{"alice", "create", "sessions.clustergate.dev:proxy", other, "no"},
+		{"alice", "viewer", "shoots.clustergate.dev/local", team, "yes"},
+		{"alice", "viewer", "clusters.clustergate.dev/mc-1", team, "yes"},
+		{"alice", "admin", "shoots.clustergate.dev/local", team, "no"},
+		{"alice", "viewer", "shoots.clustergate.dev/local", other, "no"},
+		{"root", "assign", "sessions.clustergate.dev", team, "yes"},
+		{"root", "revoke", "sessions.clustergate.dev", team, "yes"},
+		{"root", "deletecollection", "sessions.clustergate.dev", team, "yes"},
+		// session-admin grants no target either.
+		{"root", "viewer", "shoots.clustergate.dev/local", team, "no"},
+		{"nobody", "create", "sessions.clustergate.dev:proxy", team, "no"},
+		{"alice", "create", "gardenerclusterkubeconfigs.clustergate.dev", team, "no"},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("can-i %s %s as %s in %s", tt.verb, tt.resource, tt.user, tt.ns), func(t *testing.T) {
-			out, _ := cp.Kubectl(context.Background(), cp.AdminKubeconfig, nil, "auth", "can-i", tt.verb, tt.resource+".clustergate.dev", "-n", tt.ns, "--as", tt.user)
-			if got := strings.TrimSpace(string(out)); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
+			resource, subresource, _ := strings.Cut(tt.resource, ":")
+			args := []string{"auth", "can-i", tt.verb, resource, "-n", tt.ns, "--as", tt.user}
+			if subresource != "" {
+				args = append(args, "--subresource", subresource)
+			}
+			out, err := cp.Kubectl(context.Background(), cp.AdminKubeconfig, nil, args...)
+			// kubectl auth can-i exits 1 for "no"; its stderr, in the
+			// error, warns of custom verbs, and would of unknown resources,
+			// which it would then look up in the wrong group.
+			if got := strings.TrimSpace(string(out)); got != tt.want || (err != nil && strings.Contains(err.Error(), "doesn't have a resource type")) {
+				t.Errorf("got %q (%v), want %q", got, err, tt.want)
 			}
 		})
 	}

@@ -369,17 +369,3 @@ func TestKubeconfigErrors(t *testing.T) {
 		}
 	})
 }
-
-func TestServiceAccountMayWriteOnlyManagedSecrets(t *testing.T) {
-	ns := namespace(t, "policy-secrets")
-	as := "--as=" + controlplane.ClustergateServiceAccount
-	msg := kubectlErr(t, cp.AdminKubeconfig, "", "-n", ns, "create", "secret", "generic", "loose", "--from-literal=a=b", as)
-	if !strings.Contains(msg, "clustergate may only write Secrets labelled") {
-		t.Errorf("unlabelled Secret: %s", msg)
-	}
-	kubectl(t, "-n", ns, "create", "secret", "generic", "users", "--from-literal=a=b")
-	msg = kubectlErr(t, cp.AdminKubeconfig, "", "-n", ns, "delete", "secret", "users", as)
-	if !strings.Contains(msg, "clustergate may only change or delete Secrets it manages") {
-		t.Errorf("deleting someone else's Secret: %s", msg)
-	}
-}

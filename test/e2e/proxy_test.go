@@ -3,10 +3,12 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -21,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/test/controlplane"
 )
 
@@ -48,7 +51,11 @@ func proxySessionWith(t *testing.T, nsName, session, ttl, group string) (string,
 	t.Helper()
 	_, client := clients(t)
 	ns := namespace(t, nsName)
-	kubectl(t, "-n", ns, "create", "rolebinding", "alice", "--clusterrole=clustergate:session-user", "--user=alice")
+	target := "clustergate:target-viewer"
+	if group == "admin" {
+		target = "clustergate:target-admin"
+	}
+	grant(t, ns, "alice", "clustergate:session-user", target)
 	alice := userKubeconfig(t, "alice", "sre")
 	manifest := strings.Replace(sessionManifest(session, ""), "ttl: 1h", "ttl: "+ttl, 1)
 	apply(t, alice, strings.Replace(manifest, "group: viewer", "group: "+group, 1), "-n", ns)
@@ -142,7 +149,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("others are refused", func(t *testing.T) {
-		kubectl(t, "-n", ns, "create", "rolebinding", "bob", "--clusterrole=clustergate:session-user", "--user=bob")
+		grant(t, ns, "bob", "clustergate:session-user")
 		bob := userKubeconfig(t, "bob")
 		proxyPath := fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/work/proxy/api/v1/namespaces", ns)
 		msg := kubectlErr(t, bob, "", "get", "--raw", proxyPath)
@@ -557,4 +564,168 @@ func (w *stampedWriter) when(s string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// TestProxyOwnerUID: when the owner's authenticator reports a UID, the proxy
+// wants it too: a user of the owner's name with another UID (one deleted and
+// created again, say) is not the owner.
+func TestProxyOwnerUID(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t, "proxy-uid")
+	grant(t, ns, "uma", "clustergate:session-user", "clustergate:target-viewer")
+	// Straight to clustergate, authenticated as the aggregator does it.
+	as := func(uid string) *rest.Config {
+		return cp.FrontProxyConfigWithUID(cp.ClustergateURL, "uma", uid, "system:authenticated")
+	}
+	client, err := versioned.NewForConfig(as("uid-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, err := client.ClustergateV1alpha1().Sessions(ns).Create(ctx, &v1alpha1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: "umas"},
+		Spec: v1alpha1.SessionSpec{TTL: metav1.Duration{Duration: time.Hour}, AccessLevel: v1alpha1.AccessLevel{Group: "viewer"},
+			Target: v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: controlplane.Shoot}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Spec.Owner.Username != "uma" || created.Spec.Owner.UID != "uid-1" {
+		t.Fatalf("owner = %+v, want uma with UID uid-1", created.Spec.Owner)
+	}
+	_, admin := clients(t)
+	s := waitSessionReady(t, admin, ns, "umas")
+	for _, tt := range []struct {
+		uid  string
+		want int
+	}{{"uid-1", http.StatusOK}, {"uid-2", http.StatusForbidden}, {"", http.StatusForbidden}} {
+		t.Run("uid "+tt.uid, func(t *testing.T) {
+			hc, err := rest.HTTPClientFor(as(tt.uid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := hc.Get(cp.ClustergateURL + s.Status.Endpoint + "/api")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.want {
+				t.Errorf("got %s %s, want %d", resp.Status, body, tt.want)
+			}
+			if tt.want == http.StatusForbidden && !strings.Contains(string(body), "only the session's owner may use its proxy") {
+				t.Errorf("the refusal does not say why: %s", body)
+			}
+		})
+	}
+}
+
+// TestProxyCallerAddressesDoNotReachTheTarget reads the shoot's audit log:
+// the source addresses of a proxied request are those the control plane
+// saw, never those the caller wrote into forwarding headers.
+func TestProxyCallerAddressesDoNotReachTheTarget(t *testing.T) {
+	_, _, session, _ := proxySession(t, "proxy-addresses", "addresses", "1h")
+	cfg := restConfig(t, session)
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := fmt.Sprintf("probe-%d", time.Now().UnixNano())
+	req, _ := http.NewRequest(http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps/"+probe, nil)
+	for h, v := range map[string]string{
+		"X-Forwarded-For": "203.0.113.1", "X-Real-Ip": "203.0.113.2", "Forwarded": "for=203.0.113.3",
+		"X-Forwarded-Host": "evil.example.com", "Cookie": "session=203.0.113.4",
+	} {
+		req.Header.Set(h, v)
+	}
+	resp, err := (&http.Client{Transport: transport, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The target answered: no such ConfigMap.
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("got %s, want the target's 404", resp.Status)
+	}
+	var event struct {
+		RequestURI string   `json:"requestURI"`
+		SourceIPs  []string `json:"sourceIPs"`
+		User       struct {
+			Username string `json:"username"`
+		} `json:"user"`
+	}
+	eventually(t, 10*time.Second, "the probe in the shoot's audit log", func() error {
+		log, err := os.ReadFile(cp.ShootAuditLog)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(log), "\n") {
+			if strings.Contains(line, probe) {
+				return json.Unmarshal([]byte(line), &event)
+			}
+		}
+		return fmt.Errorf("not there")
+	})
+	if !strings.HasPrefix(event.User.Username, "gardener.cloud:viewer:") {
+		t.Errorf("the target saw %q, want the session's identity", event.User.Username)
+	}
+	t.Logf("the target's audit: user %s, source addresses %v", event.User.Username, event.SourceIPs)
+	if len(event.SourceIPs) == 0 {
+		t.Error("no source addresses")
+	}
+	for _, ip := range event.SourceIPs {
+		if strings.HasPrefix(ip, "203.0.113.") {
+			t.Errorf("the target's audit shows the caller's forged address %s: %v", ip, event.SourceIPs)
+		}
+	}
+}
+
+// TestProxyFollowIsLongRunning: a log request through the proxy is
+// long-running for every spelling of a true follow that the target's
+// kube-apiserver accepts, so the request timeout does not cut the stream.
+// The shoot's stand-in node serves no logs; clustergate's log tells how it
+// classified each request.
+func TestProxyFollowIsLongRunning(t *testing.T) {
+	_, _, session, _ := proxySession(t, "proxy-follow", "follow", "1h")
+	cfg := restConfig(t, session)
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := time.Now().UnixNano()
+	tests := []struct {
+		follow string
+		want   bool
+	}{{"true", true}, {"TRUE", true}, {"1", true}, {"yes", true}, {"false", false}, {"0", false}}
+	for i, tt := range tests {
+		t.Run("follow="+tt.follow, func(t *testing.T) {
+			path := fmt.Sprintf("/api/v1/namespaces/default/pods/follow-%d-%d/log", run, i)
+			resp, err := (&http.Client{Transport: transport, Timeout: 10 * time.Second}).Get(cfg.Host + path + "?follow=" + tt.follow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			want := fmt.Sprintf("longRunning=%v", tt.want)
+			eventually(t, 10*time.Second, "the request in clustergate's log", func() error {
+				logs, err := filepath.Glob(filepath.Join(cp.LogDir(), "clustergate*.log"))
+				if err != nil {
+					return err
+				}
+				for _, name := range logs {
+					log, err := os.ReadFile(name)
+					if err != nil {
+						return err
+					}
+					for _, line := range strings.Split(string(log), "\n") {
+						if strings.Contains(line, "Proxied request opened") && strings.Contains(line, `path="`+path+`"`) {
+							if !strings.Contains(line, want) {
+								return fmt.Errorf("classified otherwise: %s", line)
+							}
+							return nil
+						}
+					}
+				}
+				return fmt.Errorf("not logged yet")
+			})
+		})
+	}
 }

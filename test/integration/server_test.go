@@ -150,9 +150,43 @@ func TestDiscovery(t *testing.T) {
 		"sessions/kubeconfig":               "namespaced=true short=[] categories=[]",
 		"gardenerclusterkubeconfigs":        "namespaced=true short=[gck] categories=[clustergate]",
 		"gardenerclusterkubeconfigs/status": "namespaced=true short=[] categories=[]",
+		"shoots":                            "namespaced=true short=[] categories=[]",
+		"clusters":                          "namespaced=true short=[] categories=[]",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
+	}
+}
+
+// The targets of authorization are listed with a kind and no verb, and
+// nothing about them is served.
+func TestTargetsAreVirtual(t *testing.T) {
+	dc, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := dc.ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range list.APIResources {
+		got[r.Name] = fmt.Sprintf("kind=%s singular=%s verbs=%v", r.Kind, r.SingularName, r.Verbs)
+	}
+	for name, want := range map[string]string{"shoots": "kind=Shoot singular=shoot verbs=[]", "clusters": "kind=Cluster singular=cluster verbs=[]"} {
+		if got[name] != want {
+			t.Errorf("%s: %q, want %q", name, got[name], want)
+		}
+	}
+	client, err := rawClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"shoots", "shoots/local", "clusters", "clusters/mc-1"} {
+		err := client.Get().AbsPath("/apis/clustergate.dev/v1alpha1/namespaces/sre/" + path).Do(context.Background()).Error()
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("GET %s: %v, want 404", path, err)
+		}
 	}
 }
 

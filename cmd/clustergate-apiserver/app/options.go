@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle"
+	"k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -34,7 +36,9 @@ import (
 	"k8s.io/utils/clock"
 	netutils "k8s.io/utils/net"
 
+	"github.com/clustergate/clustergate/pkg/admission/quotaconfig"
 	"github.com/clustergate/clustergate/pkg/admission/sessionowner"
+	"github.com/clustergate/clustergate/pkg/admission/targetaccess"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/apiserver"
@@ -66,6 +70,9 @@ type Options struct {
 	SessionMaxTTL time.Duration
 	// SessionAccessGroups are the access groups a Session may ask for.
 	SessionAccessGroups []string
+	// SessionMaxPerOwner caps the live sessions of one owner across the
+	// server; 0 is no cap.
+	SessionMaxPerOwner int
 
 	// Gardener reaches the Gardener project whose Shoots kubeconfigs are for.
 	Gardener gardener.Config
@@ -113,6 +120,7 @@ func NewOptions() *Options {
 		SessionMinTTL:       policy.MinTTL,
 		SessionMaxTTL:       policy.MaxTTL,
 		SessionAccessGroups: sets.List(policy.AccessGroups),
+		SessionMaxPerOwner:  5,
 		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second},
 		Kubeconfig: kubeconfig.Options{
 			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute},
@@ -143,17 +151,25 @@ func NewOptions() *Options {
 	o.RecommendedOptions.Features.EnablePriorityAndFairness = false
 
 	// SessionOwner runs right after NamespaceLifecycle, so that webhooks and
-	// admission policies see the stamped owner.
+	// admission policies see the stamped owner; TargetAccess validates
+	// after it, on the owner the session is stored with. ResourceQuota
+	// comes last, as in kube-apiserver, so that a request refused by any
+	// other plugin uses no quota.
 	admissionOptions := o.RecommendedOptions.Admission
 	sessionowner.Register(admissionOptions.Plugins)
+	targetaccess.Register(admissionOptions.Plugins)
+	resourcequota.Register(admissionOptions.Plugins)
 	order := []string{}
 	for _, name := range admissionOptions.RecommendedPluginOrder {
 		order = append(order, name)
 		if name == lifecycle.PluginName {
-			order = append(order, sessionowner.PluginName)
+			order = append(order, sessionowner.PluginName, targetaccess.PluginName)
 		}
 	}
-	admissionOptions.RecommendedPluginOrder = order
+	admissionOptions.RecommendedPluginOrder = append(order, resourcequota.PluginName)
+	o.RecommendedOptions.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		return []admission.PluginInitializer{quotaconfig.Initializer{Configuration: quotaconfig.Configuration()}}, nil
+	}
 	return o
 }
 
@@ -167,6 +183,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.SessionMaxTTL, "session-max-ttl", o.SessionMaxTTL, "Longest spec.ttl a Session may ask for.")
 	fs.StringSliceVar(&o.SessionAccessGroups, "session-access-groups", o.SessionAccessGroups,
 		"Values that spec.accessLevel.group of a Session may take.")
+	fs.IntVar(&o.SessionMaxPerOwner, "session-max-per-owner", o.SessionMaxPerOwner,
+		"Live (neither expired nor deleted) Sessions one owner may have across the server; the next create is refused. Each replica counts in the shared storage; creates of one owner racing on several replicas at once may exceed it by one per further replica. 0 is no limit.")
 
 	fs.StringVar(&o.Gardener.Kubeconfig, "gardener-kubeconfig", o.Gardener.Kubeconfig, "Kubeconfig of the Gardener API server.")
 	fs.StringVar(&o.Gardener.Project, "gardener-project", o.Gardener.Project,
@@ -267,6 +285,9 @@ func (o *Options) Validate() error {
 	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {
 		errs = append(errs, fmt.Errorf("--istio-workload-selector must be key=value pairs: %q", o.istioSelector))
 	}
+	if o.SessionMaxPerOwner < 0 {
+		errs = append(errs, fmt.Errorf("--session-max-per-owner may not be negative"))
+	}
 	if o.ProxyLimits.PerSession < 0 || o.ProxyLimits.PerOwner < 0 {
 		errs = append(errs, fmt.Errorf("proxy limits may not be negative"))
 	}
@@ -343,7 +364,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,
-		ExtraConfig:   apiserver.ExtraConfig{SessionPolicy: o.sessionPolicy(), Proxy: proxyConfig},
+		ExtraConfig:   apiserver.ExtraConfig{SessionPolicy: o.sessionPolicy(), SessionMaxPerOwner: o.SessionMaxPerOwner, Proxy: proxyConfig},
 	}, nil
 }
 

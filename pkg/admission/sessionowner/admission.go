@@ -1,6 +1,7 @@
 // Package sessionowner holds the SessionOwner admission plugin: it stamps the
-// owner of a new Session from the requesting user, and lets only users with
-// the verb "assign" on sessions name someone else.
+// owner of a new Session from the requesting user, lets only users with the
+// verb "assign" on sessions name someone else, and lets only the owner, or
+// users with the verb "revoke" on sessions, change or delete a session.
 package sessionowner
 
 import (
@@ -11,12 +12,15 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/ownership"
 )
 
 // PluginName is the name of the plugin in --enable-admission-plugins.
@@ -24,6 +28,10 @@ const PluginName = "SessionOwner"
 
 // VerbAssign is the custom verb on sessions that allows naming another owner.
 const VerbAssign = "assign"
+
+// VerbRevoke is the custom verb on sessions that allows changing or
+// deleting a session someone else owns.
+const VerbRevoke = "revoke"
 
 // Register registers the plugin.
 func Register(plugins *admission.Plugins) {
@@ -47,10 +55,10 @@ var (
 
 // New returns the plugin; it needs an authorizer before use.
 func New() *Plugin {
-	return &Plugin{Handler: admission.NewHandler(admission.Create)}
+	return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete)}
 }
 
-// SetAuthorizer sets the authorizer that decides the verb "assign".
+// SetAuthorizer sets the authorizer that decides the verbs "assign" and "revoke".
 func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
 
 // ValidateInitialization fails when no authorizer was set.
@@ -66,7 +74,10 @@ func (p *Plugin) ValidateInitialization() error {
 // nobody can claim groups they are not in. Naming someone else is allowed
 // only with the verb "assign" on sessions in the namespace.
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	s, requester, err := sessionAndRequester(a)
+	if a.GetOperation() != admission.Create {
+		return nil
+	}
+	s, requester, err := sessionAndRequester(a, a.GetObject(), "")
 	if s == nil || err != nil {
 		return err
 	}
@@ -77,11 +88,16 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 	return p.authorizeAssign(ctx, a, requester, s.Spec.Owner.Username)
 }
 
-// Validate checks the owner again after mutating webhooks ran, so that no
-// webhook can hand a session to someone else, or forge the creator's groups,
-// on the creator's behalf.
+// Validate checks the owner of a new session again after mutating webhooks
+// ran, so that no webhook can hand a session to someone else, or forge the
+// creator's groups, on the creator's behalf. A change or delete of a session
+// by anyone but its owner needs the verb "revoke"; for a delete collection
+// this is asked per session.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	s, requester, err := sessionAndRequester(a)
+	if a.GetOperation() != admission.Create {
+		return p.validateChange(ctx, a)
+	}
+	s, requester, err := sessionAndRequester(a, a.GetObject(), "")
 	if s == nil || err != nil {
 		return err
 	}
@@ -94,24 +110,46 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 	return nil
 }
 
-// sessionAndRequester returns the Session of a create request and its
-// requester, or nil for any other request.
-func sessionAndRequester(a admission.Attributes) (*clustergate.Session, user.Info, error) {
-	if a.GetResource().GroupResource() != clustergate.Resource("sessions") || a.GetSubresource() != "" {
+// validateChange lets the owner change or delete their session, and anyone
+// else only with the verb "revoke". The status is a part of the session too:
+// only the server, which holds every verb, writes it.
+func (p *Plugin) validateChange(ctx context.Context, a admission.Attributes) error {
+	s, requester, err := sessionAndRequester(a, a.GetOldObject(), "status")
+	if s == nil || err != nil || ownership.Is(requester, s.Spec.Owner) {
+		return err
+	}
+	return authz.Require(ctx, p.authorizer, authorizer.AttributesRecord{
+		User:            requester,
+		Verb:            VerbRevoke,
+		APIGroup:        clustergate.GroupName,
+		APIVersion:      a.GetResource().Version,
+		Resource:        "sessions",
+		Namespace:       s.Namespace,
+		Name:            s.Name,
+		ResourceRequest: true,
+	}, a, fmt.Sprintf("user %q may not change or delete session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q",
+		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbRevoke, s.Namespace))
+}
+
+// sessionAndRequester returns the Session obj of a request on sessions (or
+// on the given subresource of sessions) and its requester, or nil for any
+// other request.
+func sessionAndRequester(a admission.Attributes, obj runtime.Object, subresource string) (*clustergate.Session, user.Info, error) {
+	if a.GetResource().GroupResource() != clustergate.Resource("sessions") || (a.GetSubresource() != "" && a.GetSubresource() != subresource) {
 		return nil, nil, nil
 	}
-	s, ok := a.GetObject().(*clustergate.Session)
+	s, ok := obj.(*clustergate.Session)
 	if !ok {
-		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("expected a Session, got %T", a.GetObject()))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("expected a Session, got %T", obj))
 	}
 	if a.GetUserInfo() == nil {
-		return nil, nil, admission.NewForbidden(a, errors.New("no authenticated user to own the session"))
+		return nil, nil, admission.NewForbidden(a, errors.New("no authenticated user to own or change the session"))
 	}
 	return s, a.GetUserInfo(), nil
 }
 
 func (p *Plugin) authorizeAssign(ctx context.Context, a admission.Attributes, requester user.Info, owner string) error {
-	decision, reason, err := p.authorizer.Authorize(ctx, authorizer.AttributesRecord{
+	return authz.Require(ctx, p.authorizer, authorizer.AttributesRecord{
 		User:            requester,
 		Verb:            VerbAssign,
 		APIGroup:        clustergate.GroupName,
@@ -120,19 +158,8 @@ func (p *Plugin) authorizeAssign(ctx context.Context, a admission.Attributes, re
 		Namespace:       a.GetNamespace(),
 		Name:            a.GetName(),
 		ResourceRequest: true,
-	})
-	if decision == authorizer.DecisionAllow {
-		return nil
-	}
-	msg := fmt.Sprintf("user %q may not open a session owned by %q: that needs the verb %q on sessions in namespace %q",
-		requester.GetName(), owner, VerbAssign, a.GetNamespace())
-	if reason != "" {
-		msg += ": " + reason
-	}
-	if err != nil {
-		msg += fmt.Sprintf(" (authorization failed: %v)", err)
-	}
-	return admission.NewForbidden(a, errors.New(msg))
+	}, a, fmt.Sprintf("user %q may not open a session owned by %q: that needs the verb %q on sessions in namespace %q",
+		requester.GetName(), owner, VerbAssign, a.GetNamespace()))
 }
 
 func ownerOf(u user.Info) clustergate.SessionOwner {

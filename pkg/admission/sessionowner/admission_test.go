@@ -2,11 +2,13 @@ package sessionowner
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -16,10 +18,14 @@ import (
 
 // assigners is a fake authorizer that allows "assign" on sessions to the
 // named users in namespace "sre" only.
-func assigners(names ...string) authorizer.Authorizer {
+func assigners(names ...string) authorizer.Authorizer { return allow(VerbAssign, names...) }
+
+// allow is a fake authorizer that allows verb on sessions to the named users
+// in namespace "sre" only.
+func allow(verb string, names ...string) authorizer.Authorizer {
 	return authorizer.AuthorizerFunc(func(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 		for _, n := range names {
-			if attrs.GetVerb() == VerbAssign && attrs.GetResource() == "sessions" && attrs.GetAPIGroup() == clustergate.GroupName &&
+			if attrs.GetVerb() == verb && attrs.GetResource() == "sessions" && attrs.GetAPIGroup() == clustergate.GroupName &&
 				attrs.GetNamespace() == "sre" && attrs.GetUser().GetName() == n {
 				return authorizer.DecisionAllow, "", nil
 			}
@@ -109,6 +115,65 @@ func TestValidateCatchesLaterChanges(t *testing.T) {
 	}
 }
 
+func TestChangesByOthersNeedRevoke(t *testing.T) {
+	owned := func(owner clustergate.SessionOwner) *clustergate.Session {
+		return &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}, Spec: clustergate.SessionSpec{Owner: owner}}
+	}
+	aliceOwns := owned(clustergate.SessionOwner{Username: "alice", UID: "uid-alice"})
+	bob := &user.DefaultInfo{Name: "bob"}
+	tests := []struct {
+		name        string
+		op          admission.Operation
+		subresource string
+		// name is the request's; a delete collection has none.
+		reqName   string
+		session   *clustergate.Session
+		requester user.Info
+		forbidden bool
+	}{
+		{name: "owner deletes", op: admission.Delete, reqName: "s", session: aliceOwns, requester: alice},
+		{name: "owner updates", op: admission.Update, reqName: "s", session: aliceOwns, requester: alice},
+		{name: "someone else deletes", op: admission.Delete, reqName: "s", session: aliceOwns, requester: bob, forbidden: true},
+		{name: "someone else updates", op: admission.Update, reqName: "s", session: aliceOwns, requester: bob, forbidden: true},
+		{name: "someone else in a delete collection", op: admission.Delete, session: aliceOwns, requester: bob, forbidden: true},
+		{name: "someone else writes the status", op: admission.Update, subresource: "status", reqName: "s", session: aliceOwns, requester: bob, forbidden: true},
+		{name: "the owner's name with another UID", op: admission.Delete, reqName: "s", session: aliceOwns,
+			requester: &user.DefaultInfo{Name: "alice", UID: "uid-new-alice"}, forbidden: true},
+		{name: "owner without a UID: the name decides", op: admission.Delete, reqName: "s",
+			session: owned(clustergate.SessionOwner{Username: "alice"}), requester: &user.DefaultInfo{Name: "alice", UID: "any"}},
+		{name: "revoker deletes", op: admission.Delete, reqName: "s", session: aliceOwns, requester: root},
+		{name: "revoker in a delete collection", op: admission.Delete, session: aliceOwns, requester: root},
+		{name: "revoker updates", op: admission.Update, reqName: "s", session: aliceOwns, requester: root},
+		{name: "revoke is per namespace", op: admission.Delete, reqName: "s", requester: root, forbidden: true,
+			session: &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "prod"}, Spec: clustergate.SessionSpec{Owner: aliceOwns.Spec.Owner}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New()
+			p.SetAuthorizer(allow(VerbRevoke, "root"))
+			var obj runtime.Object
+			var opts runtime.Object = &metav1.DeleteOptions{}
+			if tt.op == admission.Update {
+				obj, opts = tt.session.DeepCopy(), &metav1.UpdateOptions{}
+			}
+			a := admission.NewAttributesRecord(obj, tt.session, clustergate.Kind("Session").WithVersion("v1alpha1"), tt.session.Namespace, tt.reqName,
+				clustergate.Resource("sessions").WithVersion("v1alpha1"), tt.subresource, tt.op, opts, false, tt.requester)
+			if err := p.Admit(context.Background(), a, nil); err != nil {
+				t.Fatalf("Admit: %v", err)
+			}
+			err := p.Validate(context.Background(), a, nil)
+			switch {
+			case tt.forbidden && !apierrors.IsForbidden(err):
+				t.Fatalf("Validate: got %v, want Forbidden", err)
+			case tt.forbidden && !strings.Contains(err.Error(), `needs the verb "revoke" on sessions`):
+				t.Errorf("the refusal does not name the verb revoke: %v", err)
+			case !tt.forbidden && err != nil:
+				t.Fatalf("Validate: %v", err)
+			}
+		})
+	}
+}
+
 func TestIgnoresOtherRequests(t *testing.T) {
 	p := New()
 	p.SetAuthorizer(assigners())
@@ -116,7 +181,10 @@ func TestIgnoresOtherRequests(t *testing.T) {
 	if err := p.Admit(context.Background(), attributes(s, "sre", alice, "status"), nil); err != nil {
 		t.Errorf("status subresource: %v", err)
 	}
-	if p.Handles(admission.Update) || p.Handles(admission.Delete) || !p.Handles(admission.Create) {
-		t.Errorf("the plugin must handle create only")
+	if err := p.Validate(context.Background(), attributes(s, "sre", alice, "proxy"), nil); err != nil {
+		t.Errorf("proxy subresource: %v", err)
+	}
+	if !p.Handles(admission.Create) || !p.Handles(admission.Update) || !p.Handles(admission.Delete) || p.Handles(admission.Connect) {
+		t.Errorf("the plugin must handle create, update and delete only")
 	}
 }

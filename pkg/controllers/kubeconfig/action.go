@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 // Labels and annotations of managed Secrets. The operator.kyma-project.io
@@ -299,12 +300,14 @@ func Checksum(kubeconfig []byte) string {
 }
 
 // SecretLabels are the labels a managed Secret carries: every label of the
-// object, and the managed-by and cluster-name labels.
+// object but the mark of a cluster target, which would let sessions use the
+// kept kubeconfig, and the managed-by and cluster-name labels.
 func SecretLabels(obj *v1alpha1.GardenerClusterKubeconfig) map[string]string {
 	labels := maps.Clone(obj.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	delete(labels, credentials.LabelClusterTarget)
 	labels[LabelManagedBy] = ManagedBy
 	labels[LabelClusterName] = obj.Name
 	return labels

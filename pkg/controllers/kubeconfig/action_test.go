@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -174,6 +175,33 @@ func TestNextAction(t *testing.T) {
 			tt.obs.Now = now
 			if diff := cmp.Diff(tt.expect, NextAction(tt.obs, cfg)); diff != "" {
 				t.Errorf("action (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSecretLabels(t *testing.T) {
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   map[string]string
+	}{
+		{name: "no labels", want: map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+		{name: "the object's labels are copied",
+			labels: map[string]string{"kyma-project.io/runtime-id": "c-1"},
+			want:   map[string]string{"kyma-project.io/runtime-id": "c-1", LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+		{name: "but never the mark of a cluster target",
+			labels: map[string]string{credentials.LabelClusterTarget: "true"},
+			want:   map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+		{name: "and managed-by is the server's",
+			labels: map[string]string{LabelManagedBy: "someone"},
+			want:   map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &v1alpha1.GardenerClusterKubeconfig{ObjectMeta: metav1.ObjectMeta{Name: "c-1", Labels: tt.labels}}
+			if diff := cmp.Diff(tt.want, SecretLabels(obj)); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -48,6 +48,7 @@ const (
 	ReasonMinted             = "Minted"
 	ReasonMinting            = "Minting"
 	ReasonTargetNotFound     = "TargetNotFound"
+	ReasonTargetNotMarked    = "TargetNotMarked"
 	ReasonTargetUnreachable  = "TargetUnreachable"
 	ReasonTargetForbidden    = "TargetForbidden"
 	ReasonTargetInsecure     = "TargetInsecure"

@@ -195,6 +195,11 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 		}
 		return nil, targetProblem(err)
 	}
+	if !isClusterTarget(secret) {
+		return nil, &TargetProblem{Reason: ReasonTargetNotMarked, Message: fmt.Sprintf(
+			"Secret %s/%s is not a cluster target: only a Secret labelled %s=true that holds no credentials the server wrote is one",
+			c.opts.Namespace, ref, credentials.LabelClusterTarget)}
+	}
 	kubeconfig := secret.Data["kubeconfig"]
 	if len(kubeconfig) == 0 {
 		kubeconfig = secret.Data["value"]

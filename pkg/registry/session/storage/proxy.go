@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/ownership"
 	"github.com/clustergate/clustergate/pkg/proxy"
 )
 
@@ -113,9 +113,8 @@ func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 
 // check refuses anyone but the owner, and sessions that cannot be used.
 func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
-	u, ok := genericapirequest.UserFrom(ctx)
-	// Constant time, so that timing tells nothing about the owner's name.
-	if !ok || subtle.ConstantTimeCompare([]byte(u.GetName()), []byte(s.Spec.Owner.Username)) != 1 {
+	u, _ := genericapirequest.UserFrom(ctx)
+	if !ownership.Is(u, s.Spec.Owner) {
 		return apierrors.NewForbidden(clustergate.Resource("sessions/proxy"), s.Name,
 			errors.New("only the session's owner may use its proxy"))
 	}

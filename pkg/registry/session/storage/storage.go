@@ -2,8 +2,10 @@
 package storage
 
 import (
+	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -40,9 +42,20 @@ type ProxyConfig struct {
 	Kubeconfig KubeconfigConfig
 }
 
-// NewStorage returns the storage of Sessions under the server's policy.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, policy validation.SessionPolicy, proxyConfig ProxyConfig) (SessionStorage, error) {
-	strategy := session.NewStrategy(scheme, policy)
+// Config configures the storage of Sessions.
+type Config struct {
+	// Policy bounds the Sessions users may create.
+	Policy validation.SessionPolicy
+	// MaxPerOwner caps the live sessions of one owner across the server;
+	// 0 is no cap.
+	MaxPerOwner int
+	// Proxy configures the proxy and kubeconfig subresources.
+	Proxy ProxyConfig
+}
+
+// NewStorage returns the storage of Sessions.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cfg Config) (SessionStorage, error) {
+	strategy := session.NewStrategy(scheme, cfg.Policy)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.Session{} },
 		NewListFunc:               func() runtime.Object { return &clustergate.SessionList{} },
@@ -60,17 +73,35 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, po
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: session.GetAttrs}); err != nil {
 		return SessionStorage{}, err
 	}
+	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, locks: map[string]*ownerLock{}}
 	return SessionStorage{
-		Session:    &REST{Store: store},
+		Session:    &REST{Store: store, limit: limit},
 		Status:     status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
-		Proxy:      &ProxyREST{store: store, backends: proxyConfig.Backends, registry: proxyConfig.Registry, clock: clock.RealClock{}},
-		Kubeconfig: &KubeconfigREST{store: store, config: proxyConfig.Kubeconfig},
+		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, registry: cfg.Proxy.Registry, clock: clock.RealClock{}},
+		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
 	}, nil
 }
 
 // REST serves the sessions resource.
 type REST struct {
 	*genericregistry.Store
+	limit *ownerLimit
+}
+
+// Create refuses a session past its owner's limit.
+func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	validate, done := r.limit.guard(createValidation)
+	defer done()
+	return r.Store.Create(ctx, obj, validate, options)
+}
+
+// Update refuses a session that a server-side apply would create past its
+// owner's limit, as Create does; an update of an existing one is not limited.
+func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	validate, done := r.limit.guard(createValidation)
+	defer done()
+	return r.Store.Update(ctx, name, objInfo, validate, updateValidation, forceAllowCreate, options)
 }
 
 var (

@@ -26,8 +26,18 @@ const ns = "sre"
 
 func newStorage(t *testing.T) SessionStorage {
 	t.Helper()
+	return newLimitedStorage(t, 0)
+}
+
+// newLimitedStorage is newStorage with at most maxPerOwner live sessions
+// per owner.
+func newLimitedStorage(t *testing.T, maxPerOwner int) SessionStorage {
+	t.Helper()
 	scheme := registrytest.Scheme()
-	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), validation.DefaultSessionPolicy(), ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})})
+	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
+		Policy: validation.DefaultSessionPolicy(), MaxPerOwner: maxPerOwner,
+		Proxy: ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,162 @@
+// Package targetaccess holds the TargetAccess admission plugin: who may reach
+// which target. A Session may reach its target at its access level only if
+// its owner may, and a GardenerClusterKubeconfig may keep a shoot's admin
+// kubeconfig only for a user who may open admin sessions to that shoot.
+//
+// Both are asked of the authorizer, and so of RBAC in the core cluster, as
+// the access level's verb on the virtual resources shoots and clusters of
+// clustergate.dev, named after the shoot or the cluster's kubeconfig Secret,
+// in the object's namespace. The resources are listed in discovery but never
+// served, so that `kubectl auth can-i admin shoots.clustergate.dev/local`
+// answers and `kubectl create role --resource=shoots.clustergate.dev` works.
+package targetaccess
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/clustergate/clustergate/pkg/admission/authz"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+)
+
+// PluginName is the name of the plugin in --enable-admission-plugins.
+const PluginName = "TargetAccess"
+
+// The virtual resources that name targets in authorization.
+const (
+	// ResourceShoots are Gardener Shoots of the server's project, by name.
+	ResourceShoots = "shoots"
+	// ResourceClusters are cluster targets, by the name of their kubeconfig Secret.
+	ResourceClusters = "clusters"
+)
+
+// VerbAdmin is the verb on a shoot that keeping its admin kubeconfig in a
+// GardenerClusterKubeconfig needs: it is as much as an admin session.
+const VerbAdmin = "admin"
+
+// Register registers the plugin.
+func Register(plugins *admission.Plugins) {
+	plugins.Register(PluginName, func(io.Reader) (admission.Interface, error) {
+		return New(), nil
+	})
+}
+
+// Plugin is the TargetAccess admission plugin.
+type Plugin struct {
+	*admission.Handler
+	authorizer authorizer.UnconditionalAuthorizer
+}
+
+var (
+	_ admission.ValidationInterface            = &Plugin{}
+	_ admission.InitializationValidator        = &Plugin{}
+	_ initializer.WantsUnconditionalAuthorizer = &Plugin{}
+)
+
+// New returns the plugin; it needs an authorizer before use.
+func New() *Plugin {
+	return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update)}
+}
+
+// SetUnconditionalAuthorizer sets the authorizer that decides access to targets.
+func (p *Plugin) SetUnconditionalAuthorizer(a authorizer.UnconditionalAuthorizer) { p.authorizer = a }
+
+// ValidateInitialization fails when no authorizer was set.
+func (p *Plugin) ValidateInitialization() error {
+	if p.authorizer == nil {
+		return errors.New("TargetAccess needs an authorizer")
+	}
+	return nil
+}
+
+// Validate runs after every mutation, so it judges the owner and target the
+// object is stored with. A Session's target and owner never change after
+// create; a GardenerClusterKubeconfig is judged again when its spec changes.
+func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	if a.GetSubresource() != "" {
+		return nil
+	}
+	switch a.GetResource().GroupResource() {
+	case clustergate.Resource("sessions"):
+		if a.GetOperation() != admission.Create {
+			return nil
+		}
+		s, ok := a.GetObject().(*clustergate.Session)
+		if !ok {
+			return apierrors.NewBadRequest(fmt.Sprintf("expected a Session, got %T", a.GetObject()))
+		}
+		return p.validateSession(ctx, a, s)
+	case clustergate.Resource("gardenerclusterkubeconfigs"):
+		k, ok := a.GetObject().(*clustergate.GardenerClusterKubeconfig)
+		if !ok {
+			return apierrors.NewBadRequest(fmt.Sprintf("expected a GardenerClusterKubeconfig, got %T", a.GetObject()))
+		}
+		if old, ok := a.GetOldObject().(*clustergate.GardenerClusterKubeconfig); ok && apiequality.Semantic.DeepEqual(old.Spec, k.Spec) {
+			return nil
+		}
+		return p.validateKubeconfig(ctx, a, k)
+	}
+	return nil
+}
+
+// validateSession asks whether the session's owner, as stamped or assigned
+// with its groups, holds the access level's verb on the target.
+func (p *Plugin) validateSession(ctx context.Context, a admission.Attributes, s *clustergate.Session) error {
+	resource, name := target(&s.Spec.Target)
+	if resource == "" {
+		// Validation refused it before admission ran.
+		return nil
+	}
+	owner := &user.DefaultInfo{Name: s.Spec.Owner.Username, UID: s.Spec.Owner.UID, Groups: s.Spec.Owner.Groups}
+	verb := s.Spec.AccessLevel.Group
+	return authz.Require(ctx, p.authorizer, attributes(owner, verb, resource, name, s.Namespace), a,
+		fmt.Sprintf("user %q may not open %q sessions to %s/%s in namespace %s: that needs the verb %q on %s.%s named %q",
+			owner.Name, verb, resource, name, s.Namespace, verb, resource, clustergate.GroupName, name))
+}
+
+// validateKubeconfig asks whether the requester may open admin sessions to
+// the shoot: the kept kubeconfig is Gardener's admin kubeconfig, readable by
+// whoever reads Secrets in the namespace.
+func (p *Plugin) validateKubeconfig(ctx context.Context, a admission.Attributes, k *clustergate.GardenerClusterKubeconfig) error {
+	requester := a.GetUserInfo()
+	if requester == nil {
+		return admission.NewForbidden(a, errors.New("no authenticated user"))
+	}
+	shoot := k.Spec.Shoot.Name
+	return authz.Require(ctx, p.authorizer, attributes(requester, VerbAdmin, ResourceShoots, shoot, k.Namespace), a,
+		fmt.Sprintf("user %q may not keep a kubeconfig of %s/%s in namespace %s: that needs the verb %q on %s.%s named %q",
+			requester.GetName(), ResourceShoots, shoot, k.Namespace, VerbAdmin, ResourceShoots, clustergate.GroupName, shoot))
+}
+
+// target returns the virtual resource and name of a session target, or
+// empty strings when none is set.
+func target(t *clustergate.SessionTarget) (resource, name string) {
+	switch {
+	case t.Shoot != nil:
+		return ResourceShoots, t.Shoot.Name
+	case t.Cluster != nil:
+		return ResourceClusters, t.Cluster.KubeconfigSecretRef.Name
+	}
+	return "", ""
+}
+
+func attributes(u user.Info, verb, resource, name, namespace string) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{
+		User:            u,
+		Verb:            verb,
+		APIGroup:        clustergate.GroupName,
+		Resource:        resource,
+		Namespace:       namespace,
+		Name:            name,
+		ResourceRequest: true,
+	}
+}

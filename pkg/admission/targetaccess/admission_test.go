@@ -1,0 +1,211 @@
+package targetaccess
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+)
+
+// grant is one RBAC-like rule of the fake authorizer: a subject (user or
+// group) may use verb on resource, on every name when name is empty, in
+// namespace "sre".
+type grant struct{ subject, verb, resource, name string }
+
+// rbac is a fake authorizer over grants; it records what it was asked.
+type rbac struct {
+	grants []grant
+	asked  []authorizer.Attributes
+	err    error
+}
+
+func (r *rbac) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	r.asked = append(r.asked, a)
+	if r.err != nil {
+		return authorizer.DecisionNoOpinion, "", r.err
+	}
+	if a.GetAPIGroup() != clustergate.GroupName || a.GetNamespace() != "sre" || !a.IsResourceRequest() {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
+	subjects := append([]string{a.GetUser().GetName()}, a.GetUser().GetGroups()...)
+	for _, g := range r.grants {
+		for _, s := range subjects {
+			if g.subject == s && g.verb == a.GetVerb() && g.resource == a.GetResource() && (g.name == "" || g.name == a.GetName()) {
+				return authorizer.DecisionAllow, "", nil
+			}
+		}
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+func session(ns string, owner clustergate.SessionOwner, group string, target clustergate.SessionTarget) *clustergate.Session {
+	return &clustergate.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: ns},
+		Spec:       clustergate.SessionSpec{Owner: owner, AccessLevel: clustergate.AccessLevel{Group: group}, Target: target},
+	}
+}
+
+var (
+	shoot   = clustergate.SessionTarget{Shoot: &clustergate.ShootReference{Name: "local"}}
+	cluster = clustergate.SessionTarget{Cluster: &clustergate.ClusterTarget{KubeconfigSecretRef: clustergate.LocalSecretReference{Name: "mc-1"}}}
+	alice   = clustergate.SessionOwner{Username: "alice", UID: "uid-alice", Groups: []string{"sre", "system:authenticated"}}
+)
+
+func TestSessions(t *testing.T) {
+	grants := []grant{
+		{subject: "sre", verb: "viewer", resource: ResourceShoots},
+		{subject: "alice", verb: "admin", resource: ResourceShoots, name: "other"},
+		{subject: "bob", verb: "admin", resource: ResourceClusters, name: "mc-1"},
+	}
+	tests := []struct {
+		name    string
+		session *clustergate.Session
+		// requester creates the session: admission judges the owner, not them.
+		requester user.Info
+		wantErr   string
+	}{
+		{name: "viewer on every shoot through a group", session: session("sre", alice, "viewer", shoot)},
+		{name: "admin on another shoot only", session: session("sre", alice, "admin", shoot),
+			wantErr: `user "alice" may not open "admin" sessions to shoots/local in namespace sre: that needs the verb "admin" on shoots.clustergate.dev named "local"`},
+		{name: "a shoot grant is no cluster grant", session: session("sre", alice, "viewer", cluster),
+			wantErr: `user "alice" may not open "viewer" sessions to clusters/mc-1 in namespace sre`},
+		{name: "cluster by its Secret's name", session: session("sre", clustergate.SessionOwner{Username: "bob"}, "admin", cluster)},
+		{name: "grants are per namespace", session: session("prod", alice, "viewer", shoot),
+			wantErr: `may not open "viewer" sessions to shoots/local in namespace prod`},
+		{name: "the assigned owner is judged, not the assigner", requester: &user.DefaultInfo{Name: "root", Groups: []string{"sre"}},
+			session: session("sre", clustergate.SessionOwner{Username: "carol"}, "viewer", shoot),
+			wantErr: `user "carol" may not open "viewer" sessions to shoots/local`},
+		{name: "the assigned owner's groups count", requester: &user.DefaultInfo{Name: "root"},
+			session: session("sre", clustergate.SessionOwner{Username: "carol", Groups: []string{"sre"}}, "viewer", shoot)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			authz := &rbac{grants: grants}
+			p := New()
+			p.SetUnconditionalAuthorizer(authz)
+			if err := p.ValidateInitialization(); err != nil {
+				t.Fatal(err)
+			}
+			requester := tt.requester
+			if requester == nil {
+				requester = &user.DefaultInfo{Name: tt.session.Spec.Owner.Username, Groups: tt.session.Spec.Owner.Groups}
+			}
+			err := p.Validate(context.Background(), request(tt.session, nil, tt.session.Namespace, "", admission.Create, requester), nil)
+			checkErr(t, err, tt.wantErr)
+			if len(authz.asked) != 1 {
+				t.Fatalf("asked the authorizer %d times, want once", len(authz.asked))
+			}
+			if got := authz.asked[0].GetUser().GetUID(); got != tt.session.Spec.Owner.UID {
+				t.Errorf("asked for UID %q, want the owner's %q", got, tt.session.Spec.Owner.UID)
+			}
+		})
+	}
+}
+
+func TestKubeconfigs(t *testing.T) {
+	kubeconfig := func(shoot, secret string) *clustergate.GardenerClusterKubeconfig {
+		return &clustergate.GardenerClusterKubeconfig{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "sre"},
+			Spec: clustergate.GardenerClusterKubeconfigSpec{Shoot: clustergate.ShootReference{Name: shoot},
+				Kubeconfig: clustergate.KubeconfigTarget{Secret: clustergate.SecretKeyReference{Name: secret}}}}
+	}
+	grants := []grant{{subject: "admins", verb: "admin", resource: ResourceShoots, name: "local"}, {subject: "viewers", verb: "viewer", resource: ResourceShoots}}
+	admin := &user.DefaultInfo{Name: "ann", Groups: []string{"admins"}}
+	viewer := &user.DefaultInfo{Name: "vic", Groups: []string{"viewers"}}
+	tests := []struct {
+		name      string
+		op        admission.Operation
+		obj, old  *clustergate.GardenerClusterKubeconfig
+		requester user.Info
+		wantErr   string
+		wantAsked int
+	}{
+		{name: "create with admin on the shoot", op: admission.Create, obj: kubeconfig("local", "kc"), requester: admin, wantAsked: 1},
+		{name: "create with viewer only", op: admission.Create, obj: kubeconfig("local", "kc"), requester: viewer, wantAsked: 1,
+			wantErr: `user "vic" may not keep a kubeconfig of shoots/local in namespace sre: that needs the verb "admin" on shoots.clustergate.dev named "local"`},
+		{name: "admin on another shoot", op: admission.Create, obj: kubeconfig("other", "kc"), requester: admin, wantAsked: 1,
+			wantErr: `may not keep a kubeconfig of shoots/other`},
+		{name: "spec change to another shoot", op: admission.Update, old: kubeconfig("local", "kc"), obj: kubeconfig("other", "kc"), requester: admin, wantAsked: 1,
+			wantErr: `may not keep a kubeconfig of shoots/other`},
+		{name: "spec change of the Secret is judged too", op: admission.Update, old: kubeconfig("local", "kc"), obj: kubeconfig("local", "kc2"), requester: viewer, wantAsked: 1,
+			wantErr: `may not keep a kubeconfig of shoots/local`},
+		{name: "metadata change needs nothing", op: admission.Update, old: kubeconfig("local", "kc"), obj: kubeconfig("local", "kc"), requester: viewer},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			authz := &rbac{grants: grants}
+			p := New()
+			p.SetUnconditionalAuthorizer(authz)
+			var old runtime.Object
+			if tt.old != nil {
+				old = tt.old
+			}
+			err := p.Validate(context.Background(), request(tt.obj, old, "sre", "", tt.op, tt.requester), nil)
+			checkErr(t, err, tt.wantErr)
+			if len(authz.asked) != tt.wantAsked {
+				t.Errorf("asked the authorizer %d times, want %d", len(authz.asked), tt.wantAsked)
+			}
+		})
+	}
+}
+
+func TestAuthorizerFailureRefuses(t *testing.T) {
+	p := New()
+	p.SetUnconditionalAuthorizer(&rbac{err: errors.New("webhook down")})
+	err := p.Validate(context.Background(), request(session("sre", alice, "viewer", shoot), nil, "sre", "", admission.Create, &user.DefaultInfo{Name: "alice"}), nil)
+	checkErr(t, err, "authorization failed: webhook down")
+}
+
+func TestIgnoresOtherRequests(t *testing.T) {
+	authz := &rbac{}
+	p := New()
+	p.SetUnconditionalAuthorizer(authz)
+	s := session("sre", alice, "admin", shoot)
+	for _, a := range []admission.Attributes{
+		request(s, s, "sre", "", admission.Update, &user.DefaultInfo{Name: "alice"}),
+		request(s, nil, "sre", "status", admission.Create, &user.DefaultInfo{Name: "alice"}),
+	} {
+		if err := p.Validate(context.Background(), a, nil); err != nil {
+			t.Errorf("%s %s: %v", a.GetOperation(), a.GetSubresource(), err)
+		}
+	}
+	if len(authz.asked) != 0 {
+		t.Errorf("asked the authorizer %d times, want never", len(authz.asked))
+	}
+	if p.Handles(admission.Delete) || p.Handles(admission.Connect) {
+		t.Error("the plugin must handle create and update only")
+	}
+}
+
+func request(obj, old runtime.Object, ns, subresource string, op admission.Operation, u user.Info) admission.Attributes {
+	resource, kind := "sessions", "Session"
+	if _, ok := obj.(*clustergate.GardenerClusterKubeconfig); ok {
+		resource, kind = "gardenerclusterkubeconfigs", "GardenerClusterKubeconfig"
+	}
+	var opts runtime.Object = &metav1.CreateOptions{}
+	if op == admission.Update {
+		opts = &metav1.UpdateOptions{}
+	}
+	return admission.NewAttributesRecord(obj, old, clustergate.Kind(kind).WithVersion("v1alpha1"), ns, "name",
+		clustergate.Resource(resource).WithVersion("v1alpha1"), subresource, op, opts, false, u)
+}
+
+func checkErr(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("got %v, want no error", err)
+	case want != "" && !apierrors.IsForbidden(err):
+		t.Fatalf("got %v, want Forbidden", err)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Errorf("error %q does not say %q", err, want)
+	}
+}
