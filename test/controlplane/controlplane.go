@@ -475,9 +475,12 @@ func (cp *ControlPlane) startControllerManagers(context.Context) error {
 	// A new quota's usage of a resource the controller did not know yet
 	// (clustergate registers after it starts) is computed at the next full
 	// sync: every 15 s here, not every 5 minutes.
+	// Each controller acts as its own service account with the RBAC a real
+	// cluster gives it: the namespace controller may delete every resource
+	// but holds no custom verbs such as clustergate's "revoke".
 	if err := controllerManager("garden-controller-manager", cp.AdminKubeconfig, cp.ports.gardenControllers,
 		"clusterrole-aggregation-controller,namespace-controller,resourcequota-controller",
-		"--resource-quota-sync-period=15s"); err != nil {
+		"--resource-quota-sync-period=15s", "--use-service-account-credentials=true"); err != nil {
 		return err
 	}
 	// In the shoot: the CSR signer, signing with the shoot's client CA, so

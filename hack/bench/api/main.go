@@ -55,6 +55,8 @@ func run(root string, n, rounds int) error {
 		// of the servers, not of two etcds (the embedded one syncs every
 		// write to disk, the local garden's does not).
 		SharedEtcd: true,
+		// One owner creates every session.
+		ClustergateArgs: []string{"--session-max-per-owner=0"},
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 // Package sessionowner holds the SessionOwner admission plugin: it stamps the
 // owner of a new Session from the requesting user, lets only users with the
 // verb "assign" on sessions name someone else, and lets only the owner, or
-// users with the verb "revoke" on sessions, change or delete a session.
+// users with the verb "revoke" on sessions, change or delete a session, or,
+// in a namespace being deleted, whoever may delete sessions (the namespace
+// controller).
 package sessionowner
 
 import (
@@ -17,6 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
@@ -44,13 +48,16 @@ func Register(plugins *admission.Plugins) {
 type Plugin struct {
 	*admission.Handler
 	authorizer authorizer.Authorizer
+	// namespaces tells namespaces being deleted; nil without a core cluster.
+	namespaces corelisters.NamespaceLister
 }
 
 var (
-	_ admission.MutationInterface       = &Plugin{}
-	_ admission.InitializationValidator = &Plugin{}
-	_ initializer.WantsAuthorizer       = &Plugin{}
-	_ admission.ValidationInterface     = &Plugin{}
+	_ admission.MutationInterface                  = &Plugin{}
+	_ admission.InitializationValidator            = &Plugin{}
+	_ initializer.WantsAuthorizer                  = &Plugin{}
+	_ initializer.WantsExternalKubeInformerFactory = &Plugin{}
+	_ admission.ValidationInterface                = &Plugin{}
 )
 
 // New returns the plugin; it needs an authorizer before use.
@@ -60,6 +67,14 @@ func New() *Plugin {
 
 // SetAuthorizer sets the authorizer that decides the verbs "assign" and "revoke".
 func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
+
+// SetExternalKubeInformerFactory reads namespaces from the core cluster's
+// namespace cache, the one NamespaceLifecycle keeps.
+func (p *Plugin) SetExternalKubeInformerFactory(f informers.SharedInformerFactory) {
+	namespaces := f.Core().V1().Namespaces()
+	p.namespaces = namespaces.Lister()
+	p.SetReadyFunc(namespaces.Informer().HasSynced)
+}
 
 // ValidateInitialization fails when no authorizer was set.
 func (p *Plugin) ValidateInitialization() error {
@@ -118,6 +133,14 @@ func (p *Plugin) validateChange(ctx context.Context, a admission.Attributes) err
 	if s == nil || err != nil || ownership.Is(requester, s.Spec.Owner) {
 		return err
 	}
+	// Deleting a namespace deletes everything in it, revoked sessions
+	// included: the namespace controller, which holds delete on every
+	// resource and no custom verbs, must not be stopped here, or no
+	// namespace with a session in it could ever be deleted. Whoever may
+	// delete the namespace may end its sessions anyway.
+	if a.GetOperation() == admission.Delete && p.terminating(s.Namespace) {
+		return nil
+	}
 	return authz.Require(ctx, p.authorizer, authorizer.AttributesRecord{
 		User:            requester,
 		Verb:            VerbRevoke,
@@ -129,6 +152,15 @@ func (p *Plugin) validateChange(ctx context.Context, a admission.Attributes) err
 		ResourceRequest: true,
 	}, a, fmt.Sprintf("user %q may not change or delete session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q",
 		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbRevoke, s.Namespace))
+}
+
+// terminating reports whether the namespace is being deleted.
+func (p *Plugin) terminating(namespace string) bool {
+	if p.namespaces == nil {
+		return false
+	}
+	ns, err := p.namespaces.Get(namespace)
+	return err == nil && ns.DeletionTimestamp != nil
 }
 
 // sessionAndRequester returns the Session obj of a request on sessions (or

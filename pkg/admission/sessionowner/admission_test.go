@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 )
@@ -121,6 +124,19 @@ func TestChangesByOthersNeedRevoke(t *testing.T) {
 	}
 	aliceOwns := owned(clustergate.SessionOwner{Username: "alice", UID: "uid-alice"})
 	bob := &user.DefaultInfo{Name: "bob"}
+	inTerminating := aliceOwns.DeepCopy()
+	inTerminating.Namespace = "leaving"
+	namespaceController := &user.DefaultInfo{Name: "system:serviceaccount:kube-system:namespace-controller"}
+	deleting := metav1.Now()
+	namespaces := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: "sre"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "leaving", DeletionTimestamp: &deleting}},
+	} {
+		if err := namespaces.Add(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name        string
 		op          admission.Operation
@@ -146,11 +162,15 @@ func TestChangesByOthersNeedRevoke(t *testing.T) {
 		{name: "revoker updates", op: admission.Update, reqName: "s", session: aliceOwns, requester: root},
 		{name: "revoke is per namespace", op: admission.Delete, reqName: "s", requester: root, forbidden: true,
 			session: &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "prod"}, Spec: clustergate.SessionSpec{Owner: aliceOwns.Spec.Owner}}},
+		{name: "the namespace controller deletes in a namespace being deleted", op: admission.Delete, session: inTerminating, requester: namespaceController},
+		{name: "the namespace controller deletes in a live namespace", op: admission.Delete, session: aliceOwns, requester: namespaceController, forbidden: true},
+		{name: "but changes in a namespace being deleted still need revoke", op: admission.Update, reqName: "s", session: inTerminating, requester: bob, forbidden: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
 			p.SetAuthorizer(allow(VerbRevoke, "root"))
+			p.namespaces = corelisters.NewNamespaceLister(namespaces)
 			var obj runtime.Object
 			var opts runtime.Object = &metav1.DeleteOptions{}
 			if tt.op == admission.Update {
