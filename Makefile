@@ -36,7 +36,7 @@ test-monitoring:
 
 ## test-e2e: the real control plane (kube-apiserver, gardener-apiserver, etcd) with clustergate registered
 test-e2e: tools build
-	$(GO) test -count=1 -v ./test/e2e/
+	$(GO) test -count=1 -timeout=45m -v ./test/e2e/
 
 ## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, gardener-apiserver, node and prometheus
 tools:
