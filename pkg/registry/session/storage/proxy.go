@@ -122,7 +122,7 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 	case s.DeletionTimestamp != nil:
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s is being deleted", s.Namespace, s.Name))
 	case s.Status.ExpiresAt == nil:
-		return notReady(s, "it has no expiry yet")
+		return notReady(s, "it waits for approval")
 	case !r.clock.Now().Before(s.Status.ExpiresAt.Time):
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
 	}
