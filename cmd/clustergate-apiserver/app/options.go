@@ -413,7 +413,7 @@ func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) 
 	}
 	o.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Session.Namespace),
 		informers.WithTransform(controllerutil.DropManagedFields),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = session.CredentialsSelector().String() }))
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))
 	o.credentialSource = credentials.NewSource(o.credentialInformers.Core().V1().Secrets().Lister().Secrets(o.Session.Namespace))
 	cfg.Backends = o.credentialSource
 	return cfg, nil

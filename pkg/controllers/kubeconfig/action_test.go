@@ -31,7 +31,7 @@ var (
 func object(mutate ...func(*v1alpha1.GardenerClusterKubeconfig)) *v1alpha1.GardenerClusterKubeconfig {
 	o := &v1alpha1.GardenerClusterKubeconfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "c-123", Namespace: "kcp", UID: "uid-1", ResourceVersion: "7", Generation: 1,
-			Labels: map[string]string{"kyma-project.io/runtime-id": "r-1"}, Finalizers: []string{Finalizer}},
+			Labels: map[string]string{"kyma-project.io/runtime-id": "r-1"}, Finalizers: []string{v1alpha1.KubeconfigFinalizer}},
 		Spec: v1alpha1.GardenerClusterKubeconfigSpec{
 			Shoot:      v1alpha1.ShootReference{Name: "c-123"},
 			Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Name: "kubeconfig-c-123", Namespace: "kcp", Key: "config"}},
@@ -46,12 +46,12 @@ func object(mutate ...func(*v1alpha1.GardenerClusterKubeconfig)) *v1alpha1.Garde
 func secret(mutate ...func(*corev1.Secret)) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-c-123", Namespace: "kcp",
-			Labels: map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-123", "kyma-project.io/runtime-id": "r-1"},
+			Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-123", "kyma-project.io/runtime-id": "r-1"},
 			Annotations: map[string]string{
-				AnnotationLastSync:  synced.Format(time.RFC3339),
-				AnnotationExpiresAt: synced.Add(24 * time.Hour).Format(time.RFC3339),
-				AnnotationChecksum:  Checksum([]byte(testKubeconfig)),
-				AnnotationReason:    ReasonCreated,
+				v1alpha1.AnnotationLastSync:  synced.Format(time.RFC3339),
+				v1alpha1.AnnotationExpiresAt: synced.Add(24 * time.Hour).Format(time.RFC3339),
+				v1alpha1.AnnotationChecksum:  Checksum([]byte(testKubeconfig)),
+				v1alpha1.AnnotationReason:    v1alpha1.KubeconfigReasonCreated,
 			}},
 		Data: map[string][]byte{"config": []byte(testKubeconfig)},
 	}
@@ -66,8 +66,8 @@ func ready(o *v1alpha1.GardenerClusterKubeconfig) {
 	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
 	o.Status = v1alpha1.GardenerClusterKubeconfigStatus{State: v1alpha1.KubeconfigStateReady, LastSyncTime: &lastSync,
 		ExpirationTime: &expires, ObservedGeneration: 1}
-	meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue,
-		Reason: ReasonCreated, Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"})
+	meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.KubeconfigReasonCreated, Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"})
 }
 
 func TestNextAction(t *testing.T) {
@@ -90,45 +90,45 @@ func TestNextAction(t *testing.T) {
 			expect: Action{Type: AddFinalizer}},
 		{name: "no Secret: create it",
 			obs:    Observed{Object: object()},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonCreated, Create: true}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonCreated, Create: true}},
 		{name: "Secret deleted after it was synced: repair",
 			obs:    Observed{Object: object(ready)},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired, Create: true}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired, Create: true}},
 		{name: "fresh Secret, stale status: write status",
 			obs: Observed{Object: object(), Secret: secret()},
 			expect: Action{Type: UpdateStatus, RequeueAfter: rotateAt.Sub(clock.Now()), Status: &Status{
-				State: v1alpha1.KubeconfigStateReady, Reason: ReasonCreated, LastSyncTime: &lastSync, ExpirationTime: &expires, ObservedGeneration: 1,
+				State: v1alpha1.KubeconfigStateReady, Reason: v1alpha1.KubeconfigReasonCreated, LastSyncTime: &lastSync, ExpirationTime: &expires, ObservedGeneration: 1,
 				Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"}}},
 		{name: "all in order: nothing until the rotation is due",
 			obs:    Observed{Object: object(ready), Secret: secret()},
 			expect: Action{Type: None, RequeueAfter: rotateAt.Sub(clock.Now())}},
 		{name: "rotation due",
 			obs: Observed{Object: object(ready), Secret: secret()}, now: rotateAt,
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRotated}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRotated}},
 		{name: "a second before the rotation: nothing",
 			obs: Observed{Object: object(ready), Secret: secret()}, now: rotateAt.Add(-time.Second),
 			expect: Action{Type: None, RequeueAfter: time.Second}},
 		{name: "kubeconfig edited: repair",
 			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Data["config"] = []byte("edited") })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired}},
 		{name: "kubeconfig removed from the Secret: repair",
 			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Data, "config") })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired}},
 		{name: "expiry record lost: repair",
-			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Annotations, AnnotationExpiresAt) })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Annotations, v1alpha1.AnnotationExpiresAt) })},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired}},
 		{name: "force on the Secret",
-			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Annotations[AnnotationForceRotation] = "true" })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonForced}},
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Annotations[v1alpha1.AnnotationForceRotation] = "true" })},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonForced}},
 		{name: "force on the object",
 			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) {
-				o.Annotations = map[string]string{AnnotationForceRotationShort: "true"}
+				o.Annotations = map[string]string{v1alpha1.AnnotationForceRotationShort: "true"}
 			}), Secret: secret()},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonForced, ForcedBy: "7"}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonForced, ForcedBy: "7"}},
 		{name: "force on the object honoured: remove the annotation",
 			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) {
-				o.Annotations = map[string]string{AnnotationForceRotation: "true"}
-			}), Secret: secret(func(s *corev1.Secret) { s.Annotations[AnnotationForcedBy] = "7" })},
+				o.Annotations = map[string]string{v1alpha1.AnnotationForceRotation: "true"}
+			}), Secret: secret(func(s *corev1.Secret) { s.Annotations[v1alpha1.AnnotationForcedBy] = "7" })},
 			expect: Action{Type: RemoveForceAnnotation}},
 		{name: "object label added: copy it to the Secret without a new kubeconfig",
 			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) { o.Labels["team"] = "a" }),
@@ -137,19 +137,19 @@ func TestNextAction(t *testing.T) {
 		{name: "foreign Secret: conflict, left untouched",
 			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels = nil })},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 5 * time.Minute, Status: &Status{
-				State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, ObservedGeneration: 1,
+				State: v1alpha1.KubeconfigStateError, Reason: v1alpha1.KubeconfigReasonSecretConflict, ObservedGeneration: 1,
 				Message: "Secret kcp/kubeconfig-c-123 exists and is not managed by this object; it is left untouched"}}},
 		{name: "Secret of another clustergate object: conflict",
-			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels[LabelClusterName] = "other" })},
+			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels[v1alpha1.LabelClusterName] = "other" })},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 5 * time.Minute, Status: &Status{
-				State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, ObservedGeneration: 1,
+				State: v1alpha1.KubeconfigStateError, Reason: v1alpha1.KubeconfigReasonSecretConflict, ObservedGeneration: 1,
 				Message: "Secret kcp/kubeconfig-c-123 exists and is not managed by this object; it is left untouched"}}},
 		{name: "Kyma's Secret for the same object: adopt",
 			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) {
-				s.Labels[LabelManagedBy] = KymaManagedBy
-				s.Annotations = map[string]string{AnnotationLastSync: "2026-11-29T00:00:00Z"}
+				s.Labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByKyma
+				s.Annotations = map[string]string{v1alpha1.AnnotationLastSync: "2026-11-29T00:00:00Z"}
 			})},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonAdopted}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonAdopted}},
 		{name: "Secret moved: the old one is deleted",
 			obs:    Observed{Object: object(ready), Secret: secret(), Stale: []*corev1.Secret{secret(func(s *corev1.Secret) { s.Name = "old" })}},
 			expect: Action{Type: DeleteSecret, SecretName: "old"}},
@@ -186,16 +186,16 @@ func TestSecretLabels(t *testing.T) {
 		labels map[string]string
 		want   map[string]string
 	}{
-		{name: "no labels", want: map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+		{name: "no labels", want: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "the object's labels are copied",
 			labels: map[string]string{"kyma-project.io/runtime-id": "c-1"},
-			want:   map[string]string{"kyma-project.io/runtime-id": "c-1", LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+			want:   map[string]string{"kyma-project.io/runtime-id": "c-1", v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "but never the mark of a cluster target",
 			labels: map[string]string{credentials.LabelClusterTarget: "true"},
-			want:   map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+			want:   map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "and managed-by is the server's",
-			labels: map[string]string{LabelManagedBy: "someone"},
-			want:   map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+			labels: map[string]string{v1alpha1.LabelManagedBy: "someone"},
+			want:   map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

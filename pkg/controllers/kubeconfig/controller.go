@@ -75,7 +75,7 @@ type Controller struct {
 // Secret informer watches only those, so that the cache does not hold every
 // Secret of a control plane with 100,000 clusters.
 func ManagedSecretSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate})
 }
 
 // New returns a controller over the given informers. The Secret informer
@@ -99,10 +99,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 		// edited Secrets are repaired at once.
 		controllerutil.InformerHandler{Informer: secrets.Informer(), Handler: c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
 			s, ok := obj.(*corev1.Secret)
-			if !ok || s.Labels[LabelClusterName] == "" {
+			if !ok || s.Labels[v1alpha1.LabelClusterName] == "" {
 				return types.NamespacedName{}, false
 			}
-			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[LabelClusterName]}, true
+			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[v1alpha1.LabelClusterName]}, true
 		})})
 	if err != nil {
 		return nil, err
@@ -168,7 +168,7 @@ func (c *Controller) cacheBehind(key types.NamespacedName, secret *corev1.Secret
 	if !ok {
 		return false
 	}
-	if (secret != nil && secret.Annotations[AnnotationChecksum] == p.checksum) || c.clock.Since(p.at) > pendingTimeout {
+	if (secret != nil && secret.Annotations[v1alpha1.AnnotationChecksum] == p.checksum) || c.clock.Since(p.at) > pendingTimeout {
 		delete(c.pending, key)
 		return false
 	}
@@ -215,7 +215,7 @@ func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterK
 	default:
 		o.Secret = secret
 	}
-	managed, err := c.secrets.Secrets(obj.Namespace).List(labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelClusterName: obj.Name}))
+	managed, err := c.secrets.Secrets(obj.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: obj.Name}))
 	if err != nil {
 		return o, err
 	}
@@ -235,19 +235,19 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		return nil
 	case AddFinalizer:
 		patched := obj.DeepCopy()
-		patched.Finalizers = append(patched.Finalizers, Finalizer)
+		patched.Finalizers = append(patched.Finalizers, v1alpha1.KubeconfigFinalizer)
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	case RemoveFinalizer:
 		patched := obj.DeepCopy()
-		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == Finalizer })
+		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == v1alpha1.KubeconfigFinalizer })
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		c.opts.Schedule.Forget(obj.UID)
 		return controllerutil.IgnoreNotFound(err)
 	case RemoveForceAnnotation:
 		patched := obj.DeepCopy()
-		delete(patched.Annotations, AnnotationForceRotation)
-		delete(patched.Annotations, AnnotationForceRotationShort)
+		delete(patched.Annotations, v1alpha1.AnnotationForceRotation)
+		delete(patched.Annotations, v1alpha1.AnnotationForceRotationShort)
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	case DeleteSecret:
@@ -304,16 +304,16 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		s.Annotations = map[string]string{}
 	}
 	maps.Copy(s.Labels, SecretLabels(obj))
-	delete(s.Annotations, AnnotationForceRotation)
-	delete(s.Annotations, AnnotationForceRotationShort)
+	delete(s.Annotations, v1alpha1.AnnotationForceRotation)
+	delete(s.Annotations, v1alpha1.AnnotationForceRotationShort)
 	maps.Copy(s.Annotations, map[string]string{
-		AnnotationLastSync:  now.Format(time.RFC3339),
-		AnnotationExpiresAt: kc.ExpiresAt.UTC().Format(time.RFC3339),
-		AnnotationChecksum:  Checksum(kc.Data),
-		AnnotationReason:    a.Reason,
+		v1alpha1.AnnotationLastSync:  now.Format(time.RFC3339),
+		v1alpha1.AnnotationExpiresAt: kc.ExpiresAt.UTC().Format(time.RFC3339),
+		v1alpha1.AnnotationChecksum:  Checksum(kc.Data),
+		v1alpha1.AnnotationReason:    a.Reason,
 	})
 	if a.ForcedBy != "" {
-		s.Annotations[AnnotationForcedBy] = a.ForcedBy
+		s.Annotations[v1alpha1.AnnotationForcedBy] = a.ForcedBy
 	}
 	s.Data = map[string][]byte{ref.Key: kc.Data}
 
@@ -341,7 +341,7 @@ func (c *Controller) applyStatus(ctx context.Context, obj *v1alpha1.GardenerClus
 		conditionStatus = metav1.ConditionTrue
 	}
 	status := applyv1alpha1.GardenerClusterKubeconfigStatus().WithState(s.State).WithObservedGeneration(s.ObservedGeneration).
-		WithConditions(controllerutil.ApplyConditions(obj.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: conditionStatus,
+		WithConditions(controllerutil.ApplyConditions(obj.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady, Status: conditionStatus,
 			Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})...)
 	if s.LastSyncTime != nil {
 		status.WithLastSyncTime(*s.LastSyncTime)

@@ -70,7 +70,7 @@ func TestWriteMetrics(t *testing.T) {
 			c := &Controller{client: fake.NewClientset(obj), kube: kube, gardener: tt.gardener, clock: clocktesting.NewFakeClock(now),
 				recorder: events.NewFakeRecorder(10), pending: map[types.NamespacedName]pendingWrite{}}
 
-			err := c.writeKubeconfig(context.Background(), Observed{Object: obj, Now: now}, Action{Type: WriteKubeconfig, Reason: ReasonCreated, Create: true})
+			err := c.writeKubeconfig(context.Background(), Observed{Object: obj, Now: now}, Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonCreated, Create: true})
 			if (err == nil) != (tt.failed == "") {
 				t.Fatalf("writeKubeconfig: %v", err)
 			}
@@ -78,7 +78,7 @@ func TestWriteMetrics(t *testing.T) {
 			if tt.written {
 				wantWritten = 1
 			}
-			if got, _ := testutil.GetCounterMetricValue(writes.WithLabelValues(ReasonCreated)); got != wantWritten {
+			if got, _ := testutil.GetCounterMetricValue(writes.WithLabelValues(v1alpha1.KubeconfigReasonCreated)); got != wantWritten {
 				t.Errorf("writes_total{reason=Created} = %v, want %v", got, wantWritten)
 			}
 			for _, reason := range []string{string(gardener.GardenerUnavailable), string(gardener.Forbidden), ReasonSecretWriteFailed} {
