@@ -248,6 +248,7 @@ func serverNamespace() string {
 // Complete fills in what the flags leave open: an embedded etcd when no
 // --etcd-servers are given, and standalone mode when there is no core cluster.
 func (o *Options) Complete() error {
+	o.Session.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
 	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
 	if err == nil {
 		o.Session.Policy.Selector = selector
