@@ -123,7 +123,7 @@ func NewOptions() *Options {
 		SessionMaxPerOwner:  5,
 		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second},
 		Kubeconfig: kubeconfig.Options{
-			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute},
+			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute, GardenerRetry: 5 * time.Minute},
 			Expiration: 24 * time.Hour,
 			Workers:    10,
 		},

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -81,6 +82,9 @@ type Observed struct {
 	CSR *certificatesv1.CertificateSigningRequest
 	// Target is set when the target could not be used.
 	Target *TargetProblem
+	// MintFailure is the last failed attempt to mint a shoot target's
+	// credentials, until one succeeds.
+	MintFailure *controllerutil.Failure
 	// Policy is the session's AuthorizationPolicy.
 	Policy PolicyState
 	Now    time.Time
@@ -157,6 +161,11 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 		if g := s.Spec.AccessLevel.Group; g != "admin" && g != "viewer" {
 			return cond(metav1.ConditionFalse, v1alpha1.SessionReasonAccessLevelInvalid,
 				fmt.Sprintf("Gardener issues admin and viewer kubeconfigs only, not %q", g)), "", wait(0)
+		}
+		if f := o.MintFailure; f != nil {
+			if retry := f.RetryAt(time.Second, cfg.RetryAfter); o.Now.Before(retry) {
+				return cond(metav1.ConditionFalse, f.Reason, f.Message), "", wait(retry.Sub(o.Now))
+			}
 		}
 		return metav1.Condition{}, "", &Action{Type: MintShootCredentials}
 	}
