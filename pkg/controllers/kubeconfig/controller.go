@@ -85,11 +85,11 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, gardener: g, clock: clk, recorder: recorder,
-		objects:    objects.Lister(),
-		secrets:    secrets.Lister(),
-		hasSynced:  []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
-		pending:    map[types.NamespacedName]pendingWrite{},
-		failures:   controllerutil.NewFailures(),
+		objects:   objects.Lister(),
+		secrets:   secrets.Lister(),
+		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
+		pending:   map[types.NamespacedName]pendingWrite{},
+		failures:  controllerutil.NewFailures(),
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
 	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)

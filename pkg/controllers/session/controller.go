@@ -82,8 +82,8 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 	sessions informers.SessionInformer, secrets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
-		sessions:  sessions.Lister(),
-		secrets:   secrets.Lister(),
+		sessions:     sessions.Lister(),
+		secrets:      secrets.Lister(),
 		hasSynced:    []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
 		mintFailures: controllerutil.NewFailures(),
 	}

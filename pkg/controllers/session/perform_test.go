@@ -96,7 +96,7 @@ func TestPerform(t *testing.T) {
 			istio.PrependReactor("patch", "authorizationpolicies", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
 			targetKube := kubefake.NewClientset(csr(nil))
 			c := &Controller{
-				opts: Options{Namespace: "clustergate-system", Policy: PolicyConfig{Namespace: "clustergate-system", PrincipalFormat: "{username}"}},
+				opts:   Options{Namespace: "clustergate-system", Policy: PolicyConfig{Namespace: "clustergate-system", PrincipalFormat: "{username}"}},
 				client: client, kube: kube, istio: istio, gardener: tt.gardener, clock: clocktesting.NewFakeClock(now),
 				recorder: events.NewFakeRecorder(10), mintFailures: controllerutil.NewFailures(),
 			}
