@@ -129,7 +129,7 @@ func NewOptions() *Options {
 		SessionLifecycle:    validation.SessionPolicy{ApprovalTimeout: policy.ApprovalTimeout},
 		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second},
 		Kubeconfig: kubeconfig.Options{
-			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute},
+			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute, GardenerRetry: 5 * time.Minute},
 			Expiration: 24 * time.Hour,
 			Workers:    10,
 		},

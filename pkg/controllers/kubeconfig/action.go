@@ -22,7 +22,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 // ActionType names what a pass does.
@@ -86,8 +88,12 @@ type Config struct {
 	// its due time.
 	Schedule *Schedule
 	// ConflictRecheck is how often a Secret owned by someone else is looked
-	// at again: its changes are not watched.
+	// at again, besides its watched changes.
 	ConflictRecheck time.Duration
+	// GardenerRetry bounds the wait before Gardener is asked again after
+	// failures in a row (from a second, doubling); a shoot that does not
+	// exist is looked for again after this long.
+	GardenerRetry time.Duration
 }
 
 // Observed is what a pass sees.
@@ -99,12 +105,36 @@ type Observed struct {
 	// Stale are other Secrets this controller manages for the object, left
 	// behind when spec named another Secret.
 	Stale []*corev1.Secret
+	// Failure is the last failed request to Gardener for the object, until
+	// a kubeconfig is written.
+	Failure *controllerutil.Failure
 	// Now is the current time.
 	Now time.Time
 }
 
-// NextAction computes the single next step for an object.
+// NextAction computes the single next step for an object. A kubeconfig
+// that Gardener failed to issue is asked for again only once the retry is
+// due; until then the failure is the object's status.
 func NextAction(o Observed, cfg Config) Action {
+	a := nextAction(o, cfg)
+	f := o.Failure
+	if a.Type != WriteKubeconfig || f == nil {
+		return a
+	}
+	retry := f.RetryAt(time.Second, cfg.GardenerRetry)
+	if f.Reason == string(gardener.ShootNotFound) {
+		retry = f.At.Add(cfg.GardenerRetry)
+	}
+	if !o.Now.Before(retry) {
+		return a
+	}
+	obj := o.Object
+	return statusOr(o, &Status{State: v1alpha1.KubeconfigStateError, Reason: f.Reason, Message: f.Message,
+		LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime, ObservedGeneration: obj.Generation},
+		retry.Sub(o.Now))
+}
+
+func nextAction(o Observed, cfg Config) Action {
 	obj, secret := o.Object, o.Secret
 	if obj.DeletionTimestamp != nil {
 		return nextDeletionAction(o)

@@ -11,7 +11,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -23,7 +25,7 @@ current-context: c
 `
 
 var (
-	cfg = Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute}
+	cfg = Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute, GardenerRetry: 5 * time.Minute}
 	// synced is when the test Secret's kubeconfig was written; it is valid 24h.
 	synced = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 )
@@ -78,6 +80,13 @@ func TestNextAction(t *testing.T) {
 		o.DeletionTimestamp = &now
 	}
 	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
+	failed := func(reason gardener.Reason, ago time.Duration, count int) *controllerutil.Failure {
+		return &controllerutil.Failure{Reason: string(reason), Message: "requesting a kubeconfig: " + string(reason),
+			At: clock.Now().Add(-ago), Count: count}
+	}
+	failedStatus := func(reason gardener.Reason) *Status {
+		return &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason), Message: "requesting a kubeconfig: " + string(reason), ObservedGeneration: 1}
+	}
 
 	tests := []struct {
 		name   string
@@ -91,6 +100,21 @@ func TestNextAction(t *testing.T) {
 		{name: "no Secret: create it",
 			obs:    Observed{Object: object()},
 			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonCreated, Create: true}},
+		{name: "Gardener failed a moment ago: the failure is the status, retried in a second",
+			obs:    Observed{Object: object(), Failure: failed(gardener.GardenerUnavailable, 0, 1)},
+			expect: Action{Type: UpdateStatus, RequeueAfter: time.Second, Status: failedStatus(gardener.GardenerUnavailable)}},
+		{name: "Gardener failed five times in a row: backs off",
+			obs:    Observed{Object: object(), Failure: failed(gardener.GardenerUnavailable, 6*time.Second, 5)},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 10 * time.Second, Status: failedStatus(gardener.GardenerUnavailable)}},
+		{name: "Gardener failed, retry due: ask again",
+			obs:    Observed{Object: object(), Failure: failed(gardener.GardenerUnavailable, 2*time.Second, 1)},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonCreated, Create: true}},
+		{name: "shoot not found: looked for again after GardenerRetry",
+			obs:    Observed{Object: object(), Failure: failed(gardener.ShootNotFound, time.Minute, 1)},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 4 * time.Minute, Status: failedStatus(gardener.ShootNotFound)}},
+		{name: "a failure does not hold up anything but the write",
+			obs:    Observed{Object: object(func(o *v1alpha1.GardenerClusterKubeconfig) { o.Finalizers = nil }), Failure: failed(gardener.Forbidden, 0, 1)},
+			expect: Action{Type: AddFinalizer}},
 		{name: "Secret deleted after it was synced: repair",
 			obs:    Observed{Object: object(ready)},
 			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired, Create: true}},

@@ -2,7 +2,6 @@ package kubeconfig
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,9 +65,10 @@ type Controller struct {
 	// pending remembers, per object, the kubeconfig this replica wrote last
 	// until the Secret cache shows it: a pass that sees an older Secret must
 	// not ask Gardener again.
-	pendingMu  sync.Mutex
-	pending    map[types.NamespacedName]pendingWrite
-	shootRetry time.Duration
+	pendingMu sync.Mutex
+	pending   map[types.NamespacedName]pendingWrite
+	// failures are Gardener's failed requests, observed by the next pass.
+	failures *controllerutil.Failures
 }
 
 // ManagedSecretSelector selects the Secrets the controller manages; its
@@ -85,11 +85,11 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, gardener: g, clock: clk, recorder: recorder,
-		objects:    objects.Lister(),
-		secrets:    secrets.Lister(),
-		hasSynced:  []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
-		shootRetry: 5 * time.Minute,
-		pending:    map[types.NamespacedName]pendingWrite{},
+		objects:   objects.Lister(),
+		secrets:   secrets.Lister(),
+		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
+		pending:   map[types.NamespacedName]pendingWrite{},
+		failures:  controllerutil.NewFailures(),
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
 	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)
@@ -133,20 +133,26 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 }
 
 // syncGardener performs a pass that asks Gardener for a kubeconfig, if the
-// object still needs one; any other next action goes back to the main queue.
+// object still needs one. The main queue decides everything else: whatever
+// changed the object's next action since it was handed over reached the main
+// queue as an event, and the write's outcome reaches it when done.
 func (c *Controller) syncGardener(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
 	observed, action, err := c.next(ctx, key)
-	if observed.Object == nil || err != nil {
+	if observed.Object == nil || err != nil || action.Type != WriteKubeconfig {
 		return controllerutil.Result{}, err
-	}
-	if action.Type != WriteKubeconfig {
-		c.queue.Add(key)
-		return controllerutil.Result{}, nil
 	}
 	if c.cacheBehind(key, observed.Secret) {
 		return controllerutil.Result{RequeueAfter: time.Second}, nil
 	}
-	return controllerutil.Result{}, c.perform(ctx, observed, action)
+	if err := c.perform(ctx, observed, action); err != nil {
+		return controllerutil.Result{}, err
+	}
+	// A failure is observed state no informer reports: the main queue
+	// looks at it now. A written Secret reaches it as an event anyway.
+	if _, failed := c.failures.Get(observed.Object.UID); failed {
+		c.queue.Add(key)
+	}
+	return controllerutil.Result{}, nil
 }
 
 // pendingWrite is a kubeconfig written but not yet seen in the cache.
@@ -203,6 +209,9 @@ func (c *Controller) next(ctx context.Context, key types.NamespacedName) (Observ
 // it: it may be someone else's.
 func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig) (Observed, error) {
 	o := Observed{Object: obj, Now: c.clock.Now()}
+	if f, ok := c.failures.Get(obj.UID); ok {
+		o.Failure = &f
+	}
 	ref := obj.Spec.Kubeconfig.Secret
 	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
 	if apierrors.IsNotFound(err) {
@@ -243,6 +252,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == v1alpha1.KubeconfigFinalizer })
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		c.opts.Schedule.Forget(obj.UID)
+		c.failures.Forget(obj.UID)
 		return controllerutil.IgnoreNotFound(err)
 	case RemoveForceAnnotation:
 		patched := obj.DeepCopy()
@@ -271,7 +281,8 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 
 // writeKubeconfig asks Gardener for a kubeconfig and writes the Secret in one
 // create or update, so the Secret never holds a partial or empty kubeconfig.
-// When Gardener fails, the failure goes to the object's status instead.
+// When Gardener fails, nothing is written: the failure is remembered for the
+// next pass, which reports it and decides when to ask again.
 func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
 	obj := o.Object
 	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
@@ -280,15 +291,8 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		writeFailures.WithLabelValues(string(reason)).Inc()
 		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
 			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
-		statusErr := c.applyStatus(ctx, obj, &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason),
-			Message:      fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err),
-			LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime, ObservedGeneration: obj.Generation})
-		if reason == gardener.ShootNotFound {
-			// A shoot that does not exist yet is looked for again slowly.
-			c.queue.AddAfter(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, c.shootRetry)
-			return statusErr
-		}
-		return errors.Join(err, statusErr)
+		c.failures.Record(obj.UID, string(reason), fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err), c.clock.Now())
+		return nil
 	}
 
 	now := c.clock.Now().UTC()
@@ -328,6 +332,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		return err
 	}
 	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
+	c.failures.Forget(obj.UID)
 	writes.WithLabelValues(a.Reason).Inc()
 	c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, a.Reason, "WriteKubeconfig",
 		"Wrote a kubeconfig valid until %s to Secret %s", kc.ExpiresAt.UTC().Format(time.RFC3339), ref.Name)

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -84,6 +85,9 @@ type Observed struct {
 	CSR *certificatesv1.CertificateSigningRequest
 	// Target is set when the target could not be used.
 	Target *TargetProblem
+	// MintFailure is the last failed attempt to mint a shoot target's
+	// credentials, until one succeeds.
+	MintFailure *controllerutil.Failure
 	// Policy is the session's AuthorizationPolicy.
 	Policy PolicyState
 	Now    time.Time
@@ -131,6 +135,9 @@ func NextAction(o Observed, cfg Config) Action {
 	// before they expire, and the proxy's open streams keep the old ones.
 	if pending == nil && s.Spec.Target.Shoot != nil && expiresAt != nil {
 		if at := renewal(credentials.NotAfter(o.Credentials.Data[credentials.KeyKubeconfig]), expiresAt.Time); !at.IsZero() {
+			if f := o.MintFailure; f != nil {
+				at = later(at, f.RetryAt(time.Second, cfg.RetryAfter))
+			}
 			if !o.Now.Before(at) {
 				return Action{Type: MintShootCredentials}
 			}
@@ -181,6 +188,11 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 		if g := s.Spec.AccessLevel.Group; g != "admin" && g != "viewer" {
 			return cond(metav1.ConditionFalse, v1alpha1.SessionReasonAccessLevelInvalid,
 				fmt.Sprintf("Gardener issues admin and viewer kubeconfigs only, not %q", g)), "", wait(0)
+		}
+		if f := o.MintFailure; f != nil {
+			if retry := f.RetryAt(time.Second, cfg.RetryAfter); o.Now.Before(retry) {
+				return cond(metav1.ConditionFalse, f.Reason, f.Message), "", wait(retry.Sub(o.Now))
+			}
 		}
 		return metav1.Condition{}, "", &Action{Type: MintShootCredentials}
 	}

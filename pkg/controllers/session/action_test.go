@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -129,6 +130,10 @@ func TestNextAction(t *testing.T) {
 	policy := PolicyState{Exists: true, Owned: true, UpToDate: true}
 	csrPending := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRPending,
 		Message: "waiting for signer kubernetes.io/kube-apiserver-client to issue the certificate"}
+	gardenerDown := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "gardener: connection refused"}
+	failedAt := func(ago time.Duration, count int) *controllerutil.Failure {
+		return &controllerutil.Failure{Reason: gardenerDown.Reason, Message: gardenerDown.Message, At: clock.Now().Add(-ago), Count: count}
+	}
 	targetGone := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"}
 
 	tests := []struct {
@@ -150,6 +155,17 @@ func TestNextAction(t *testing.T) {
 				policyApplied,
 				metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
 					Message: `Gardener issues admin and viewer kubeconfigs only, not "breakglass"`})}},
+		{name: "shoot target: Gardener failed a moment ago: reported, retried after a second",
+			obs:    Observed{Session: session(), MintFailure: failedAt(0, 1), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: time.Second, Conditions: conditions(gardenerDown, policyApplied, notReady(gardenerDown))}},
+		{name: "shoot target: Gardener failed again: backs off, up to RetryAfter",
+			obs:    Observed{Session: session(), MintFailure: failedAt(10*time.Second, 9), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 20 * time.Second, Conditions: conditions(gardenerDown, policyApplied, notReady(gardenerDown))}},
+		{name: "shoot target: failure reported, retry due: mint again",
+			obs: Observed{Session: session(func(s *v1alpha1.Session) {
+				s.Status.Conditions = conditions(gardenerDown, policyApplied, notReady(gardenerDown))
+			}), MintFailure: failedAt(2*time.Second, 1), Policy: policy},
+			expect: Action{Type: MintShootCredentials}},
 		{name: "credentials minted, no policy yet",
 			obs:    Observed{Session: session(), Credentials: minted},
 			expect: Action{Type: ApplyPolicy}},

@@ -10,6 +10,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -116,6 +117,10 @@ func TestNextActionApproval(t *testing.T) {
 		{name: "renewal due",
 			obs:    Observed{Session: session(withExpiry(time.Hour)), Credentials: shortCreds, Policy: policy, Now: created.Add(28 * time.Minute)},
 			expect: Action{Type: MintShootCredentials}},
+		{name: "renewal failed: tried again later",
+			obs: Observed{Session: session(withExpiry(time.Hour)), Credentials: shortCreds, Policy: policy, Now: created.Add(28 * time.Minute),
+				MintFailure: &controllerutil.Failure{Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "down", Count: 1, At: created.Add(28 * time.Minute)}},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: time.Second, Conditions: conditions(credsMinted, policyApplied, sessionReady)}},
 		{name: "credentials outlast the session: no renewal",
 			obs:    Observed{Session: session(withExpiry(time.Hour)), Credentials: longCreds, Policy: policy},
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 59 * time.Minute, Conditions: conditions(credsMinted, policyApplied, sessionReady)}},

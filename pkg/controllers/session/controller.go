@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -64,6 +63,8 @@ type Controller struct {
 	secrets   corelisters.SecretLister
 	hasSynced []cache.InformerSynced
 	queue     *controllerutil.Queue
+	// mintFailures are the failed attempts to mint credentials from Gardener.
+	mintFailures *controllerutil.Failures
 	// removeHandlers removes the controller's event handlers from the
 	// shared informers.
 	removeHandlers func()
@@ -81,9 +82,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 	sessions informers.SessionInformer, secrets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
-		sessions:  sessions.Lister(),
-		secrets:   secrets.Lister(),
-		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
+		sessions:     sessions.Lister(),
+		secrets:      secrets.Lister(),
+		hasSynced:    []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
+		mintFailures: controllerutil.NewFailures(),
 	}
 	c.queue = controllerutil.NewQueue("session-controller", clk, 500*time.Millisecond, time.Minute, c.sync)
 	remove, err := controllerutil.AddHandlers(
@@ -154,6 +156,15 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 
 	var t *target
 	minting := o.Credentials == nil || len(o.Credentials.Data[credentials.KeyKubeconfig]) == 0
+	if s.Spec.Target.Shoot != nil {
+		if c.gardener == nil && minting {
+			o.Target = &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "the server has no Gardener project (--gardener-project)"}
+		}
+		// Also while credentials are renewed for an extension.
+		if f, ok := c.mintFailures.Get(s.UID); ok {
+			o.MintFailure = &f
+		}
+	}
 	if s.Spec.Target.Cluster != nil && (minting || s.DeletionTimestamp != nil) {
 		t, o.Target = c.reachTarget(ctx, s)
 		if t != nil {
@@ -281,6 +292,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		_, err := sessions.Update(ctx, updated, update)
 		return err
 	case RemoveFinalizer:
+		c.mintFailures.Forget(s.UID)
 		updated := s.DeepCopy()
 		updated.Finalizers = slices.DeleteFunc(slices.Clone(updated.Finalizers), func(f string) bool { return f == v1alpha1.SessionFinalizer })
 		_, err := sessions.Update(ctx, updated, update)
@@ -340,12 +352,10 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 
 // mintShootCredentials asks Gardener for an admin or viewer kubeconfig that
 // lasts as long as the session (at least Gardener's minimum) and stores it.
-// A failure goes to the session's conditions.
+// A failure is remembered for the next pass, which reports it and decides
+// when to try again.
 func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error {
 	s := o.Session
-	if c.gardener == nil {
-		return c.reportTarget(ctx, o, v1alpha1.SessionReasonTargetNotFound, "the server has no Gardener project (--gardener-project)")
-	}
 	level := gardener.Viewer
 	if s.Spec.AccessLevel.Group == "admin" {
 		level = gardener.Admin
@@ -354,16 +364,21 @@ func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error
 	if s.Status.ExpiresAt != nil {
 		remaining = s.Status.ExpiresAt.Sub(o.Now)
 	}
+	failed := func(reason, msg string) error {
+		c.mintFailures.Record(s.UID, reason, msg, c.clock.Now())
+		c.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "MintCredentials", "%s", msg)
+		return nil
+	}
 	kc, err := c.gardener.RequestKubeconfig(ctx, s.Spec.Target.Shoot.Name, level, remaining)
 	if err != nil {
 		reason := map[gardener.Reason]string{gardener.ShootNotFound: v1alpha1.SessionReasonTargetNotFound, gardener.Forbidden: v1alpha1.SessionReasonTargetForbidden}[gardener.ReasonOf(err)]
 		if reason == "" {
 			reason = v1alpha1.SessionReasonTargetUnreachable
 		}
-		return errors.Join(err, c.reportTarget(ctx, o, reason, err.Error()))
+		return failed(reason, err.Error())
 	}
 	if _, _, err := credentials.TargetCluster(kc.Data); err != nil {
-		return c.reportTarget(ctx, o, v1alpha1.SessionReasonTargetInsecure, "Gardener's kubeconfig: "+err.Error())
+		return failed(v1alpha1.SessionReasonTargetInsecure, "Gardener's kubeconfig: "+err.Error())
 	}
 	secret := credentials.NewSecret(c.opts.Namespace, s, map[string][]byte{credentials.KeyKubeconfig: kc.Data})
 	if o.Credentials != nil {
@@ -373,20 +388,10 @@ func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error
 		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager})
 	}
 	if err == nil {
+		c.mintFailures.Forget(s.UID)
 		c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "%s kubeconfig of shoot %s issued by Gardener%s", level, s.Spec.Target.Shoot.Name, forReason(s))
 	}
 	return err
-}
-
-// reportTarget writes a failed CredentialsReady condition.
-func (c *Controller) reportTarget(ctx context.Context, o Observed, reason, msg string) error {
-	o.Target = &TargetProblem{Reason: reason, Message: msg}
-	a := NextAction(o, c.opts.Config)
-	if a.Type != UpdateStatus {
-		return nil
-	}
-	c.recorder.Eventf(o.Session, nil, corev1.EventTypeWarning, reason, "MintCredentials", "%s", msg)
-	return c.applyStatus(ctx, o.Session, a)
 }
 
 func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error {
