@@ -93,7 +93,7 @@ func TestNextActionApproval(t *testing.T) {
 			}), Policy: policy},
 			expect: Action{Type: None, RequeueAfter: 9 * time.Minute}},
 		{name: "waited too long: removed",
-			obs: Observed{Session: session(waitsForApproval), Policy: policy, Now: created.Add(10 * time.Minute)},
+			obs:    Observed{Session: session(waitsForApproval), Policy: policy, Now: created.Add(10 * time.Minute)},
 			expect: Action{Type: DeleteSession, Reason: v1alpha1.SessionReasonApprovalTimedOut, Message: "Session not approved within 10m0s; removed"}},
 		{name: "denied: removed, finalizer or not",
 			obs: Observed{Session: session(waitsForApproval, decided(v1alpha1.ApprovalDenied), func(s *v1alpha1.Session) { s.Finalizers = nil }), Policy: policy},
