@@ -32,6 +32,8 @@ type Target struct {
 	Namespace, Name string
 	// Owner is the session's owner.
 	Owner string
+	// Reason is the session's justification, logged with every request.
+	Reason string
 	// ExpiresAt ends every connection of the session.
 	ExpiresAt time.Time
 	// Backend is the target's kube-apiserver.
@@ -75,7 +77,7 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		// Decided on the request as the caller sent it, as the server's
 		// request timeout was.
 		longRunning := LongRunning(req, path)
-		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
+		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason,
 			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", longRunning)
 
 		stripCallerCredentials(req.Header)

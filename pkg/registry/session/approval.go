@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/audit"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
@@ -54,6 +55,8 @@ func (st ApprovalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtim
 	}
 	now := metav1.NewTime(st.clock.Now().Truncate(time.Second))
 	decided.DecidedBy, decided.DecidedAt = requester(ctx), &now
+	audit.AddAuditAnnotations(ctx, AuditDecision, string(decided.Type)+" "+string(decided.Decision), AuditDecisionReason, decided.Reason)
+	AuditReason(ctx, newSession)
 	if decided.Decision != clustergate.ApprovalApproved {
 		return
 	}
@@ -135,6 +138,26 @@ func resetAllBut(kept fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
 		}
 	}
 	return map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): reset}
+}
+
+// Audit annotations on requests about a session: the audit event itself says
+// who and when.
+const (
+	// AuditSessionReason is the session's spec.reason, on every proxied request
+	// and every decision.
+	AuditSessionReason = "clustergate.dev/session-reason"
+	// AuditDecision is what an approver decided: "Open Approved", say.
+	AuditDecision = "clustergate.dev/decision"
+	// AuditDecisionReason is the approver's reason.
+	AuditDecisionReason = "clustergate.dev/decision-reason"
+)
+
+// AuditReason puts the session's justification into the audit event of the
+// request in ctx.
+func AuditReason(ctx context.Context, s *clustergate.Session) {
+	if s.Spec.Reason != "" {
+		audit.AddAuditAnnotation(ctx, AuditSessionReason, s.Spec.Reason)
+	}
 }
 
 // requester is the name of the user making the request.

@@ -22,6 +22,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/ownership"
 	"github.com/clustergate/clustergate/pkg/proxy"
+	"github.com/clustergate/clustergate/pkg/registry/session"
 )
 
 // retryAfterSeconds is what a client is told to wait for a session that is
@@ -105,8 +106,9 @@ func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("the session's credentials: %w", err))
 	}
+	session.AuditReason(ctx, s)
 	return r.registry.Handler(proxy.Target{
-		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username,
+		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username, Reason: s.Spec.Reason,
 		ExpiresAt: s.Status.ExpiresAt.Time, Backend: backend.URL, Transport: backend.Transport,
 	}, options.Path, responder), nil
 }
