@@ -47,13 +47,13 @@ func refused(t *testing.T, kubeconfig, ns, want string, args ...string) {
 }
 
 // TestPlugin drives the lifecycle with kubectl session as users would: alice
-// opens a breakglass session that waits, may not approve it herself, bob
-// approves it, alice lists and extends it, bob approves the extension, bob
-// may not revoke it, alice does; then a viewer session with --wait gives a
-// kubeconfig that reaches the target.
+// opens a breakglass session that waits, may not approve it herself though
+// an approver, bob approves it, alice lists and extends it, bob approves the
+// extension, bob may not revoke it, alice does; then a viewer session with
+// --wait gives a kubeconfig that reaches the target.
 func TestPlugin(t *testing.T) {
 	ns := namespace(t, "plugin")
-	grantBreakglass(t, ns, "alice", "bob")
+	grantBreakglass(t, ns, "alice", "alice", "bob")
 	grant(t, ns, "alice", "clustergate:target-viewer")
 	alice, bob := userKubeconfig(t, "alice", "sre"), userKubeconfig(t, "bob")
 	target := "cluster/" + controlplane.ShootTargetSecret
