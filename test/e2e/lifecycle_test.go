@@ -111,6 +111,16 @@ func TestSessionApproval(t *testing.T) {
 	grantBreakglass(t, ns, "alice", "alice", "bob")
 	alice, bob := userKubeconfig(t, "alice", "sre"), userKubeconfig(t, "bob")
 	_, admin := clients(t)
+	// session-approver reads and decides, nothing more; session-user extends.
+	for _, c := range []struct{ user, verb, resource, want string }{
+		{"bob", "approve", "sessions", "yes"}, {"bob", "update", "sessions/approval", "yes"}, {"bob", "list", "sessions", "yes"},
+		{"bob", "delete", "sessions", "no"}, {"bob", "extend", "sessions", "no"}, {"bob", "create", "sessions", "no"},
+		{"alice", "extend", "sessions", "yes"}, {"alice", "update", "sessions/extension", "yes"},
+	} {
+		if got := canI(t, c.verb, c.resource+".clustergate.dev", "-n", ns, "--as="+c.user); got != c.want {
+			t.Errorf("can %s %s %s: %s, want %s", c.user, c.verb, c.resource, got, c.want)
+		}
+	}
 	withReason := func(name string) string {
 		return clusterSessionManifest(name, "30s", approvalGroup) + "  reason: INC-7 etcd is full\n"
 	}
