@@ -112,13 +112,18 @@ func TestSessionApproval(t *testing.T) {
 	alice, bob := userKubeconfig(t, "alice", "sre"), userKubeconfig(t, "bob")
 	_, admin := clients(t)
 	// session-approver reads and decides, nothing more; session-user extends.
-	for _, c := range []struct{ user, verb, resource, want string }{
-		{"bob", "approve", "sessions", "yes"}, {"bob", "update", "sessions/approval", "yes"}, {"bob", "list", "sessions", "yes"},
-		{"bob", "delete", "sessions", "no"}, {"bob", "extend", "sessions", "no"}, {"bob", "create", "sessions", "no"},
-		{"alice", "extend", "sessions", "yes"}, {"alice", "update", "sessions/extension", "yes"},
+	for _, c := range []struct{ user, verb, subresource, want string }{
+		{"bob", "approve", "", "yes"}, {"bob", "update", "approval", "yes"}, {"bob", "list", "", "yes"},
+		{"bob", "delete", "", "no"}, {"bob", "extend", "", "no"}, {"bob", "create", "", "no"},
+		{"alice", "extend", "", "yes"}, {"alice", "update", "extension", "yes"}, {"alice", "update", "approval", "yes"},
+		{"carol", "update", "approval", "no"},
 	} {
-		if got := canI(t, c.verb, c.resource+".clustergate.dev", "-n", ns, "--as="+c.user); got != c.want {
-			t.Errorf("can %s %s %s: %s, want %s", c.user, c.verb, c.resource, got, c.want)
+		args := []string{c.verb, "sessions.clustergate.dev", "-n", ns, "--as=" + c.user}
+		if c.subresource != "" {
+			args = append(args, "--subresource="+c.subresource)
+		}
+		if got := canI(t, args...); got != c.want {
+			t.Errorf("can %s %s sessions/%s: %s, want %s", c.user, c.verb, c.subresource, got, c.want)
 		}
 	}
 	withReason := func(name string) string {
