@@ -9,12 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	restclient "k8s.io/client-go/rest"
 
 	"github.com/clustergate/clustergate/pkg/admission/targetaccess"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/install"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/controllers"
+	"github.com/clustergate/clustergate/pkg/proxy"
 	gckstorage "github.com/clustergate/clustergate/pkg/registry/gardenerclusterkubeconfig/storage"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 	"github.com/clustergate/clustergate/pkg/registry/target"
@@ -44,14 +47,28 @@ func init() {
 	)
 }
 
-// ExtraConfig is the configuration of clustergate beyond the generic server's.
+// ExtraConfig is the configuration of clustergate beyond the generic
+// server's: plain settings, from which New builds the server's parts.
 type ExtraConfig struct {
 	// SessionPolicy bounds the Sessions users may create.
 	SessionPolicy validation.SessionPolicy
 	// SessionMaxPerOwner caps the live sessions of one owner; 0 is no cap.
 	SessionMaxPerOwner int
-	// Proxy configures sessions/proxy and sessions/kubeconfig.
-	Proxy sessionstorage.ProxyConfig
+	// ProxyLimits cap the concurrent proxied requests of a session and of
+	// an owner on this replica.
+	ProxyLimits proxy.Limits
+	// Kubeconfig shapes the kubeconfigs of sessions/kubeconfig.
+	Kubeconfig sessionstorage.KubeconfigConfig
+	// Controllers configures the controllers; Controllers.Session.Namespace
+	// is the server's own namespace, which holds the sessions' credentials.
+	Controllers controllers.Options
+	// ClientQPS and ClientBurst bound the requests of the controllers and
+	// of the credentials cache.
+	ClientQPS   float32
+	ClientBurst int
+	// Standalone: there is no core cluster, so no controllers and no
+	// credentials; sessions can be stored but not used.
+	Standalone bool
 }
 
 // Config is the whole configuration of the server.
@@ -65,6 +82,8 @@ type Config struct {
 type completedConfig struct {
 	GenericConfig genericapiserver.CompletedConfig
 	ExtraConfig   *ExtraConfig
+	// core reaches the core cluster (nil when standalone).
+	core *restclient.Config
 }
 
 // CompletedConfig is a Config with every default filled in. Only Complete
@@ -79,11 +98,19 @@ type Server struct {
 	GenericAPIServer *genericapiserver.GenericAPIServer
 }
 
+// withClientLimits returns a copy of cfg with the controllers' rate limits.
+func (c *ExtraConfig) withClientLimits(cfg *restclient.Config) *restclient.Config {
+	cfg = restclient.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = c.ClientQPS, c.ClientBurst
+	return cfg
+}
+
 // Complete fills in the defaults of the generic configuration.
 func (cfg *Config) Complete() CompletedConfig {
 	return CompletedConfig{&completedConfig{
 		GenericConfig: cfg.GenericConfig.Complete(),
 		ExtraConfig:   &cfg.ExtraConfig,
+		core:          cfg.GenericConfig.ClientConfig,
 	}}
 }
 
@@ -97,9 +124,13 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
+	parts, err := c.newParts()
+	if err != nil {
+		return nil, err
+	}
 	optsGetter := c.GenericConfig.RESTOptionsGetter
 	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, sessionstorage.Config{
-		Policy: c.ExtraConfig.SessionPolicy, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: c.ExtraConfig.Proxy,
+		Policy: c.ExtraConfig.SessionPolicy, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.Kubeconfig),
 	})
 	if err != nil {
 		return nil, err
@@ -124,6 +155,9 @@ func (c CompletedConfig) New() (*Server, error) {
 		targetaccess.ResourceClusters: target.NewREST("cluster", "Cluster"),
 	}
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
+		return nil, err
+	}
+	if err := parts.start(genericServer, c.ExtraConfig, c.core); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: genericServer}, nil

@@ -37,20 +37,8 @@ const LeaseName = "clustergate-controllers"
 // rotationShare is the share of --gardener-qps that scheduled rotations use.
 const rotationShare = 0.5
 
-// Config configures the controllers.
-type Config struct {
-	// Loopback reaches clustergate's own API.
-	Loopback *rest.Config
-	// Core reaches the core cluster: Secrets, events and the Lease.
-	Core *rest.Config
-	// Sessions, Kubeconfigs and Credentials are the caches of Sessions,
-	// GardenerClusterKubeconfigs and the sessions' credentials Secrets that
-	// every replica keeps for the proxy and the metrics: the controllers
-	// share them rather than keep copies of their own. Their owner starts
-	// them.
-	Sessions    clustergatev1alpha1informers.SessionInformer
-	Kubeconfigs clustergatev1alpha1informers.GardenerClusterKubeconfigInformer
-	Credentials coreinformers.SecretInformer
+// Options are the controllers' settings, as the flags give them.
+type Options struct {
 	// Gardener reaches the Gardener project; with no project the kubeconfig
 	// controller does not run.
 	Gardener gardener.Config
@@ -63,6 +51,24 @@ type Config struct {
 	LeaderElect bool
 	// LeaseNamespace holds the Lease.
 	LeaseNamespace string
+}
+
+// Config is what the controllers run with: their options and the clients
+// and caches the server built.
+type Config struct {
+	Options
+	// Loopback reaches clustergate's own API.
+	Loopback *rest.Config
+	// Core reaches the core cluster: Secrets, events and the Lease.
+	Core *rest.Config
+	// Sessions, Kubeconfigs and Credentials are the caches of Sessions,
+	// GardenerClusterKubeconfigs and the sessions' credentials Secrets that
+	// every replica keeps for the proxy and the metrics: the controllers
+	// share them rather than keep copies of their own. Their owner starts
+	// them.
+	Sessions    clustergatev1alpha1informers.SessionInformer
+	Kubeconfigs clustergatev1alpha1informers.GardenerClusterKubeconfigInformer
+	Credentials coreinformers.SecretInformer
 }
 
 // Run runs the controllers until ctx ends.

@@ -1,19 +1,14 @@
 package proxy
 
 import (
-	"bufio"
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,101 +54,158 @@ var strippedHeaderPrefixes = []string{
 // within the second in which every stream of the session must end.
 const endWriteTimeout = 500 * time.Millisecond
 
-// Handler returns the handler of one proxied request to path (below the
-// proxy subresource) of a session. Setup errors go to responder as Status
-// objects.
+// Handler returns the handler of one request proxied through the
+// aggregated sessions/proxy subresource to path of a session's target.
+// Refusals go to responder as Status objects.
 func (r *Registry) Handler(t Target, path string, responder rest.Responder) http.Handler {
+	return r.handler(wayAggregated, t, path, responder)
+}
+
+func (r *Registry) handler(way string, t Target, path string, responder rest.Responder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		start := r.clock.Now()
-		ctx, release, err := r.Open(req.Context(), t.UID, t.Owner, t.ExpiresAt)
+		p, err := r.open(way, t, path, w, req)
 		if err != nil {
 			refusedRequests.WithLabelValues(reasonLabel(err)).Inc()
 			responder.Error(statusFor(err, t))
 			return
 		}
-		defer release()
-		openRequests.Inc()
-		defer openRequests.Dec()
-		// Decided on the request as the caller sent it, as the server's
-		// request timeout was.
-		longRunning := LongRunning(req, path)
-		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason,
-			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", longRunning)
-
-		stripCallerCredentials(req.Header)
-		body := &countingReader{ReadCloser: req.Body}
-		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = body
-		}
-		cw := &connWriter{ResponseWriter: w, websocket: strings.EqualFold(req.Header.Get("Upgrade"), "websocket"),
-			ended: func() error {
-				if cause := sessionEnd(ctx); cause != nil {
-					return fmt.Errorf("session %s/%s: %w", t.Namespace, t.Name, cause)
-				}
-				return nil
-			}}
-		// When the session ends: an upgraded stream no longer heeds the
-		// request context, so close its client connection, which ends both
-		// sides; a streamed response gets a write deadline, so that a client
-		// that stopped reading cannot hold the handler. (Ordinary requests
-		// are bounded by the request timeout, whose filter may return before
-		// this handler does.)
-		var endMu sync.Mutex
-		returned := false
-		stop := context.AfterFunc(ctx, func() {
-			why := cw.ended()
-			if why == nil {
-				return
-			}
-			cw.closeHijacked(why)
-			endMu.Lock()
-			defer endMu.Unlock()
-			// The response writer is the server's once the handler returned.
-			if !returned && !cw.hijacked.Load() && longRunning {
-				_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(endWriteTimeout))
-			}
-		})
-		defer func() {
-			// Also waits for a callback that already runs.
-			stop()
-			endMu.Lock()
-			returned = true
-			endMu.Unlock()
-		}()
-		transport := t.Transport
-		if httpstream.IsUpgradeRequest(req) {
-			transport = boundTo(ctx, t.Transport)
-		}
-
-		location := *t.Backend
-		location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(path, "/")
-		// The upgrade path of the handler takes the query from Location only.
-		location.RawQuery = req.URL.RawQuery
-		h := utilproxy.NewUpgradeAwareHandler(&location, transport, false, false, errorResponder{responder, t})
-		h.UseLocationHost = true
-		h.RejectForwardingRedirects = true
-
-		defer func() {
-			reason := "client or target closed"
-			cause := sessionEnd(ctx)
-			ended := cause != nil
-			closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
-			observeDuration(wayAggregated, req, path, r.clock.Since(start))
-			if v := recover(); v != nil && (v != http.ErrAbortHandler || !ended) {
-				panic(v)
-			}
-			// A stream cut off by the session's end is not an abort: it
-			// ends cleanly, a watch with a final event saying why.
-			if ended {
-				reason = cause.Error()
-				cw.finishWatch(req, cause, t)
-			}
-			klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner,
-				"verb", req.Method, "path", path, "bytesIn", body.n.Load()+cw.hijackedIn.Load(),
-				"bytesOut", cw.written.Load()+cw.hijackedOut.Load(), "duration", r.clock.Since(start).Round(time.Millisecond), "closeReason", reason)
-		}()
-		h.ServeHTTP(cw, req.WithContext(ctx))
+		// Deferred in this order, so that the request is finished (its
+		// final watch event written, counted and logged) before the session
+		// lets go of it.
+		defer p.close()
+		defer p.finish(req)
+		p.serve(w, req, responder)
 	})
+}
+
+// proxiedRequest is one request on its way to a session's target, in the
+// steps every way in shares: open admits it to the registry; serve strips
+// the caller's credentials, arms the session's end and forwards it; finish
+// ends a stream the session cut off cleanly, counts and logs it; close lets
+// go of the session.
+type proxiedRequest struct {
+	registry *Registry
+	way      string
+	target   Target
+	path     string
+	start    time.Time
+	// ctx ends when the session ends (expiry, delete, no longer Ready) or
+	// the request does; release gives the request's place back.
+	ctx     context.Context
+	release func()
+	// longRunning is decided on the request as the caller sent it, as the
+	// server's request timeout was.
+	longRunning bool
+	body        *countingReader
+	cw          *connWriter
+
+	// disarm stops the reaction to the session's end; returned tells it
+	// that the response writer is the server's again.
+	disarm   func() bool
+	endMu    sync.Mutex
+	returned bool
+}
+
+// open admits a request to the registry, within the session's and the
+// owner's limits, and logs it.
+func (r *Registry) open(way string, t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
+	start := r.clock.Now()
+	ctx, release, err := r.Open(req.Context(), t.UID, t.Owner, t.ExpiresAt)
+	if err != nil {
+		return nil, err
+	}
+	openRequests.Inc()
+	p := &proxiedRequest{registry: r, way: way, target: t, path: path, start: start, ctx: ctx, release: release,
+		longRunning: LongRunning(req, path), body: &countingReader{ReadCloser: req.Body}}
+	p.cw = &connWriter{ResponseWriter: w, websocket: strings.EqualFold(req.Header.Get("Upgrade"), "websocket"),
+		ended: func() error {
+			if cause := sessionEnd(ctx); cause != nil {
+				return fmt.Errorf("session %s/%s: %w", t.Namespace, t.Name, cause)
+			}
+			return nil
+		}}
+	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", way,
+		"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
+	return p, nil
+}
+
+// serve forwards the request to the target until it is answered, the client
+// or target closes, or the session ends.
+func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, responder rest.Responder) {
+	t := p.target
+	stripCallerCredentials(req.Header)
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = p.body
+	}
+	p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
+
+	transport := t.Transport
+	if httpstream.IsUpgradeRequest(req) {
+		transport = boundTo(p.ctx, t.Transport)
+	}
+	location := *t.Backend
+	location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(p.path, "/")
+	// The upgrade path of the handler takes the query from Location only.
+	location.RawQuery = req.URL.RawQuery
+	h := utilproxy.NewUpgradeAwareHandler(&location, transport, false, false, errorResponder{responder, t})
+	h.UseLocationHost = true
+	h.RejectForwardingRedirects = true
+	h.ServeHTTP(p.cw, req.WithContext(p.ctx))
+}
+
+// sessionEnded reacts to the end of the session while the request runs: an
+// upgraded stream no longer heeds the request context, so its client
+// connection is closed, which ends both sides; a streamed response gets a
+// write deadline, so that a client that stopped reading cannot hold the
+// handler. (Ordinary requests are bounded by the request timeout, whose
+// filter may return before this handler does.)
+func (p *proxiedRequest) sessionEnded(w http.ResponseWriter) {
+	why := p.cw.ended()
+	if why == nil {
+		return
+	}
+	p.cw.closeHijacked(why)
+	p.endMu.Lock()
+	defer p.endMu.Unlock()
+	// The response writer is the server's once the handler returned.
+	if !p.returned && !p.cw.hijacked.Load() && p.longRunning {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(endWriteTimeout))
+	}
+}
+
+// finish runs as the handler returns, also when it panics: a stream cut off
+// by the session's end is not an abort but ends cleanly, a watch with a
+// final event saying why; any other panic goes on.
+func (p *proxiedRequest) finish(req *http.Request) {
+	t := p.target
+	cause := sessionEnd(p.ctx)
+	closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
+	observeDuration(p.way, req, p.path, p.registry.clock.Since(p.start))
+	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
+		panic(v)
+	}
+	reason := "client or target closed"
+	if cause != nil {
+		reason = cause.Error()
+		p.cw.finishWatch(req, cause, t)
+	}
+	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "way", p.way,
+		"verb", req.Method, "path", p.path, "bytesIn", p.body.n.Load()+p.cw.hijackedIn.Load(),
+		"bytesOut", p.cw.written.Load()+p.cw.hijackedOut.Load(),
+		"duration", p.registry.clock.Since(p.start).Round(time.Millisecond), "closeReason", reason)
+}
+
+// close disarms the reaction to the session's end (waiting for one that
+// already runs) and gives the request's place back.
+func (p *proxiedRequest) close() {
+	if p.disarm != nil {
+		p.disarm()
+	}
+	p.endMu.Lock()
+	p.returned = true
+	p.endMu.Unlock()
+	openRequests.Dec()
+	p.release()
 }
 
 // sessionEnd is why the session ended a connection's context, or nil when
@@ -180,29 +232,6 @@ func statusFor(err error, t Target) error {
 		return apierrors.NewNotFound(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions"}, t.Name)
 	}
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, err))
-}
-
-// finishWatch ends a JSON watch that the session's end cut off with a final
-// ERROR event whose Status says why, so that kubectl reports it.
-func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
-	if cw.hijacked.Load() || !cw.answered.Load() || !queryTrue(req.URL.Query(), "watch") ||
-		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
-		return
-	}
-	status := apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause)).Status()
-	status.Kind, status.APIVersion = "Status", "v1"
-	event, err := json.Marshal(map[string]any{"type": "ERROR", "object": status})
-	if err != nil {
-		return
-	}
-	// An event cut off mid-line is lost; the final one stands on its own.
-	if cw.midLine.Load() {
-		event = append([]byte{'\n'}, event...)
-	}
-	_, _ = cw.ResponseWriter.Write(append(event, '\n'))
-	if f, ok := cw.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 // stripCallerCredentials removes the caller's credentials and identity
@@ -269,125 +298,4 @@ func (e errorResponder) Error(_ http.ResponseWriter, req *http.Request, err erro
 		return
 	}
 	e.Responder.Error(apierrors.NewServiceUnavailable(fmt.Sprintf("the session's target: %v", err)))
-}
-
-// connWriter counts what is written to the client, knows whether the
-// target's answer reached it, and remembers a hijacked connection so that it
-// can be closed from outside.
-type connWriter struct {
-	http.ResponseWriter
-	written                 atomic.Int64
-	hijackedIn, hijackedOut atomic.Int64
-	hijacked                atomic.Bool
-	// answered is set once the target's status line was passed on;
-	// midLine while the last byte written did not end a line.
-	answered, midLine atomic.Bool
-
-	// websocket is set for a WebSocket upgrade, whose end by the session
-	// is announced with a close frame; ended says why the session ended,
-	// nil while it has not.
-	websocket bool
-	ended     func() error
-
-	mu sync.Mutex
-	// conn is the hijacked client connection as the handler uses it; raw
-	// is the network connection beneath it.
-	conn, raw net.Conn
-	// closed is set when the session ended: no connection is hijacked
-	// after that.
-	closed bool
-}
-
-func (c *connWriter) WriteHeader(code int) {
-	c.answered.Store(true)
-	c.ResponseWriter.WriteHeader(code)
-}
-
-func (c *connWriter) Write(b []byte) (int, error) {
-	c.answered.Store(true)
-	n, err := c.ResponseWriter.Write(b)
-	c.written.Add(int64(n))
-	if n > 0 {
-		c.midLine.Store(b[n-1] != '\n')
-	}
-	return n, err
-}
-
-func (c *connWriter) Flush() {
-	if f, ok := c.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Hijack hands out the client connection and keeps it for closeHijacked.
-func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	hj, ok := c.ResponseWriter.(http.Hijacker)
-	if !ok {
-		return nil, nil, errors.New("the connection cannot be upgraded")
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	// Still unhijacked, the connection can carry the refusal.
-	if c.closed {
-		return nil, nil, errors.New("the session ended")
-	}
-	conn, rw, err := hj.Hijack()
-	if err != nil {
-		return nil, nil, err
-	}
-	c.raw = conn
-	if tc, ok := conn.(*tls.Conn); ok {
-		c.raw = tc.NetConn()
-	}
-	c.conn = &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut}
-	if c.websocket {
-		c.conn = &websocketConn{Conn: c.conn, raw: c.raw, ended: c.ended}
-	}
-	c.hijacked.Store(true)
-	return c.conn, rw, nil
-}
-
-// closeHijacked ends a hijacked stream because its session ended: a
-// WebSocket one with a close frame saying why, then the network connection
-// at once. (Closing TLS would first send an alert, which a client that
-// stopped reading could hold up for seconds.)
-func (c *connWriter) closeHijacked(why error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	if c.conn == nil {
-		return
-	}
-	if ws, ok := c.conn.(*websocketConn); ok {
-		ws.finish(why)
-	}
-	_ = c.raw.Close()
-}
-
-type countingConn struct {
-	net.Conn
-	in, out *atomic.Int64
-}
-
-func (c *countingConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	c.in.Add(int64(n))
-	return n, err
-}
-
-func (c *countingConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	c.out.Add(int64(n))
-	return n, err
-}
-
-type countingReader struct {
-	io.ReadCloser
-	n atomic.Int64
-}
-
-func (r *countingReader) Read(b []byte) (int, error) {
-	n, err := r.ReadCloser.Read(b)
-	r.n.Add(int64(n))
-	return n, err
 }

@@ -316,6 +316,28 @@ func TestKubeconfigErrors(t *testing.T) {
 		getSecret(t, kube, ns, "taken")
 	})
 
+	t.Run("a conflicting Secret deleted is taken over at once", func(t *testing.T) {
+		foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wanted", Namespace: ns}, StringData: map[string]string{"config": "someone else's"}}
+		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := objects.Create(ctx, newKubeconfigObject("waiting", controlplane.Shoot, "wanted"), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitCondition(t, client, ns, "waiting", v1alpha1.KubeconfigReasonSecretConflict, time.Minute)
+		if err := kube.CoreV1().Secrets(ns).Delete(ctx, "wanted", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// The recheck is 5 minutes away: only the watch of the conflicting
+		// Secret makes this quick.
+		start := time.Now()
+		waitCondition(t, client, ns, "waiting", v1alpha1.KubeconfigReasonCreated, 30*time.Second)
+		t.Logf("taken over %s after the foreign Secret was deleted", time.Since(start).Round(time.Millisecond))
+		if s := getSecret(t, kube, ns, "wanted"); s.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByClustergate {
+			t.Errorf("the Secret is not managed now: %v", s.Labels)
+		}
+	})
+
 	t.Run("Kyma's Secret is adopted", func(t *testing.T) {
 		kyma := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-migrated", Namespace: ns, Labels: map[string]string{
 			v1alpha1.LabelManagedBy: v1alpha1.ManagedByKyma, v1alpha1.LabelClusterName: "migrated"}},

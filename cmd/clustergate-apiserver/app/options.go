@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,11 +28,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	netutils "k8s.io/utils/net"
 
 	"github.com/clustergate/clustergate/pkg/admission/quotaconfig"
@@ -42,10 +37,9 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/apiserver"
-	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
+	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
-	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
@@ -98,11 +92,6 @@ type Options struct {
 	ExecCommand                 string
 	ExecArgs                    []string
 
-	// proxyRegistry tracks this replica's proxied connections;
-	// credentialInformers cache session credentials (not standalone).
-	proxyRegistry       *proxy.Registry
-	credentialInformers informers.SharedInformerFactory
-	credentialSource    *credentials.Source
 	// LeaderElect runs the writing controllers on one elected replica.
 	LeaderElect bool
 	// LeaderElectionNamespace holds the controllers' Lease in the core cluster.
@@ -336,8 +325,8 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		serving.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certificates")
 	}
 	// The aggregator dials an APIService's Service by its cluster DNS name.
-	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost",
-		[]string{"clustergate.clustergate-system.svc", "clustergate.clustergate-system.svc.cluster.local"},
+	service := "clustergate." + o.Session.Namespace + ".svc"
+	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", []string{service, service + ".cluster.local"},
 		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
@@ -368,9 +357,13 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		}))
 	}
 	serverConfig.LongRunningFunc = apiserver.LongRunning
-	proxyConfig, err := o.proxyConfig(serverConfig)
-	if err != nil {
-		return nil, err
+	kubeconfig := sessionstorage.KubeconfigConfig{ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs}
+	if o.ExternalCAFile != "" {
+		ca, err := os.ReadFile(o.ExternalCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--external-ca-file: %w", err)
+		}
+		kubeconfig.CAData = ca
 	}
 	if o.standalone {
 		klog.InfoS("No core cluster configured (--kubeconfig): running standalone; only system:masters is authorized and SessionOwner is the only admission plugin")
@@ -380,42 +373,18 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	}
 	return &apiserver.Config{
 		GenericConfig: serverConfig,
-		ExtraConfig:   apiserver.ExtraConfig{SessionPolicy: o.sessionPolicy(), SessionMaxPerOwner: o.SessionMaxPerOwner, Proxy: proxyConfig},
+		ExtraConfig: apiserver.ExtraConfig{
+			SessionPolicy:      o.sessionPolicy(),
+			SessionMaxPerOwner: o.SessionMaxPerOwner,
+			ProxyLimits:        o.ProxyLimits,
+			Kubeconfig:         kubeconfig,
+			Controllers: controllers.Options{
+				Gardener: o.Gardener, Kubeconfig: o.Kubeconfig, Session: o.Session,
+				LeaderElect: o.LeaderElect, LeaseNamespace: o.LeaderElectionNamespace,
+			},
+			ClientQPS:   o.ClientQPS,
+			ClientBurst: o.ClientBurst,
+			Standalone:  o.standalone,
+		},
 	}, nil
-}
-
-// withClientLimits returns a copy of cfg with the controllers' rate limits.
-func (o *Options) withClientLimits(cfg *rest.Config) *rest.Config {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = o.ClientQPS, o.ClientBurst
-	return cfg
-}
-
-// proxyConfig builds the proxy's registry and, with a core cluster, the
-// cache of session credentials it reads.
-func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) (sessionstorage.ProxyConfig, error) {
-	o.proxyRegistry = proxy.NewRegistry(clock.RealClock{}, o.ProxyLimits)
-	cfg := sessionstorage.ProxyConfig{Registry: o.proxyRegistry, Kubeconfig: sessionstorage.KubeconfigConfig{
-		ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs,
-	}}
-	if o.ExternalCAFile != "" {
-		ca, err := os.ReadFile(o.ExternalCAFile)
-		if err != nil {
-			return cfg, fmt.Errorf("--external-ca-file: %w", err)
-		}
-		cfg.Kubeconfig.CAData = ca
-	}
-	if o.standalone {
-		return cfg, nil
-	}
-	kube, err := kubernetes.NewForConfig(controllerutil.Protobuf(o.withClientLimits(serverConfig.ClientConfig)))
-	if err != nil {
-		return cfg, err
-	}
-	o.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Session.Namespace),
-		informers.WithTransform(controllerutil.DropManagedFields),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))
-	o.credentialSource = credentials.NewSource(o.credentialInformers.Core().V1().Secrets().Lister().Secrets(o.Session.Namespace))
-	cfg.Backends = o.credentialSource
-	return cfg, nil
 }

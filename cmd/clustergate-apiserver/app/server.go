@@ -6,16 +6,9 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/types"
-	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
-	"github.com/clustergate/clustergate/pkg/controllers"
-	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
-	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
 )
 
 // NewCommand returns the clustergate-apiserver command.
@@ -74,57 +67,6 @@ func (o *Options) Start(ctx context.Context) (*apiserver.Server, func(), error) 
 	if err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("building the server: %w", err)
-	}
-	// One cache per kind, shared by the proxy and the object metrics (every
-	// replica) and the controllers (the leader).
-	client, err := versioned.NewForConfig(server.GenericAPIServer.LoopbackClientConfig)
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
-		clustergateinformers.WithTransform(controllerutil.DropManagedFields))
-	sessions := factory.Clustergate().V1alpha1().Sessions()
-	kubeconfigs := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
-	o.registerObjectMetrics(sessions, kubeconfigs)
-	// Every replica ends its own proxied connections when sessions end.
-	server.GenericAPIServer.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
-		forget := func(types.UID) {}
-		if o.credentialSource != nil {
-			forget = o.credentialSource.Forget
-			o.credentialInformers.Start(hookCtx.Done())
-		}
-		if err := o.proxyRegistry.EndWithSessions(sessions.Informer(), forget); err != nil {
-			return err
-		}
-		factory.Start(hookCtx.Done())
-		return nil
-	})
-	if !o.standalone {
-		// Controllers read and write through the server's own API, so they
-		// start once it serves.
-		core := config.GenericConfig.ClientConfig
-		credentials := o.credentialInformers.Core().V1().Secrets()
-		server.GenericAPIServer.AddPostStartHookOrDie("start-clustergate-controllers", func(hookCtx genericapiserver.PostStartHookContext) error {
-			go func() {
-				err := controllers.Run(hookCtx, controllers.Config{
-					Loopback:       o.withClientLimits(hookCtx.LoopbackClientConfig),
-					Core:           o.withClientLimits(core),
-					Sessions:       sessions,
-					Kubeconfigs:    kubeconfigs,
-					Credentials:    credentials,
-					Gardener:       o.Gardener,
-					Kubeconfig:     o.Kubeconfig,
-					Session:        o.Session,
-					LeaderElect:    o.LeaderElect,
-					LeaseNamespace: o.LeaderElectionNamespace,
-				})
-				if err != nil {
-					klog.ErrorS(err, "Controllers stopped")
-				}
-			}()
-			return nil
-		})
 	}
 	return server, stop, nil
 }

@@ -58,6 +58,8 @@ type Controller struct {
 	// to gardenerQueue, so that finalizers and statuses of thousands of
 	// objects never wait behind Gardener's pace.
 	queue, gardenerQueue *controllerutil.Queue
+	// conflicts watches the Secrets of objects in SecretConflict.
+	conflicts *conflictWatches
 	// removeHandlers removes the controller's event handlers from the
 	// informers, which the rest of the server shares.
 	removeHandlers func()
@@ -93,6 +95,7 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
 	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)
+	c.conflicts = newConflictWatches(kube, c.queue.AddAfter)
 	remove, err := controllerutil.AddHandlers(
 		controllerutil.InformerHandler{Informer: objects.Informer(), Handler: c.queue.EventHandler(controllerutil.ObjectKey)},
 		// A managed Secret's changes queue its object, so that deleted or
@@ -121,8 +124,16 @@ func (c *Controller) Run(ctx context.Context) {
 // sync observes one object and performs its next action.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
 	observed, action, err := c.next(ctx, key)
-	if observed.Object == nil || err != nil {
+	if err != nil {
 		return controllerutil.Result{}, err
+	}
+	if o := observed.Object; o != nil && o.DeletionTimestamp == nil && observed.Secret != nil && ownership(o, observed.Secret) == foreign {
+		c.conflicts.watch(ctx, key, observed.Secret)
+	} else {
+		c.conflicts.stop(key)
+	}
+	if observed.Object == nil {
+		return controllerutil.Result{}, nil
 	}
 	klog.FromContext(ctx).V(4).Info("Next action", "object", key, "action", action.Type, "reason", action.Reason)
 	if action.Type == WriteKubeconfig {

@@ -1,0 +1,133 @@
+package apiserver
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/controllers"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
+	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
+	"github.com/clustergate/clustergate/pkg/proxy"
+	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
+)
+
+// parts are what the server runs besides its storage: the registry of this
+// replica's proxied requests, the cache of the sessions' credentials it
+// reaches targets with, and, once it serves, the caches of its own objects,
+// the object metrics and the controllers.
+type parts struct {
+	registry *proxy.Registry
+	// credentialInformers and credentials are nil when standalone.
+	credentialInformers informers.SharedInformerFactory
+	credentials         *credentials.Source
+}
+
+// newParts builds the parts the storage needs before the server exists.
+func (c CompletedConfig) newParts() (*parts, error) {
+	extra := c.ExtraConfig
+	p := &parts{registry: proxy.NewRegistry(clock.RealClock{}, extra.ProxyLimits)}
+	if extra.Standalone {
+		return p, nil
+	}
+	kube, err := kubernetes.NewForConfig(controllerutil.Protobuf(extra.withClientLimits(c.core)))
+	if err != nil {
+		return nil, fmt.Errorf("a client of the core cluster: %w", err)
+	}
+	// Only the credentials Secrets of the server's namespace: the cache
+	// must not hold every Secret of a control plane.
+	namespace := extra.Controllers.Session.Namespace
+	p.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
+		informers.WithTransform(controllerutil.DropManagedFields),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))
+	p.credentials = credentials.NewSource(p.credentialInformers.Core().V1().Secrets().Lister().Secrets(namespace))
+	return p, nil
+}
+
+// proxyConfig is what sessions/proxy and sessions/kubeconfig need.
+func (p *parts) proxyConfig(kc sessionstorage.KubeconfigConfig) sessionstorage.ProxyConfig {
+	cfg := sessionstorage.ProxyConfig{Registry: p.registry, Kubeconfig: kc}
+	if p.credentials != nil {
+		cfg.Backends = p.credentials
+	}
+	return cfg
+}
+
+// start arranges, once the server serves, one cache per kind shared by the
+// proxy and the object metrics (every replica) and the controllers (the
+// leader); and that every replica ends its own proxied requests when their
+// sessions end.
+func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraConfig, core *restclient.Config) error {
+	client, err := versioned.NewForConfig(server.LoopbackClientConfig)
+	if err != nil {
+		return err
+	}
+	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
+		clustergateinformers.WithTransform(controllerutil.DropManagedFields))
+	sessions := factory.Clustergate().V1alpha1().Sessions()
+	kubeconfigs := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
+	registerObjectMetrics(
+		session.NewCollector(sessions.Lister(), sessions.Informer().HasSynced, clock.RealClock{}),
+		kubeconfig.NewCollector(kubeconfigs.Lister(), kubeconfigs.Informer().HasSynced, extra.Controllers.Kubeconfig.Config, clock.RealClock{}))
+
+	server.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
+		forget := func(types.UID) {}
+		if p.credentials != nil {
+			forget = p.credentials.Forget
+			p.credentialInformers.Start(hookCtx.Done())
+		}
+		if err := p.registry.EndWithSessions(sessions.Informer(), forget); err != nil {
+			return err
+		}
+		factory.Start(hookCtx.Done())
+		return nil
+	})
+	if extra.Standalone {
+		return nil
+	}
+	// Controllers read and write through the server's own API, so they
+	// start once it serves.
+	credentialSecrets := p.credentialInformers.Core().V1().Secrets()
+	server.AddPostStartHookOrDie("start-clustergate-controllers", func(hookCtx genericapiserver.PostStartHookContext) error {
+		go func() {
+			err := controllers.Run(hookCtx, controllers.Config{
+				Options:     extra.Controllers,
+				Loopback:    extra.withClientLimits(hookCtx.LoopbackClientConfig),
+				Core:        extra.withClientLimits(core),
+				Sessions:    sessions,
+				Kubeconfigs: kubeconfigs,
+				Credentials: credentialSecrets,
+			})
+			if err != nil {
+				klog.ErrorS(err, "Controllers stopped")
+			}
+		}()
+		return nil
+	})
+	return nil
+}
+
+// registerObjectMetrics serves the metrics of what Sessions and
+// GardenerClusterKubeconfigs are like now, computed at each scrape from this
+// replica's own caches, leader or not.
+func registerObjectMetrics(collectors ...metrics.StableCollector) {
+	for _, c := range collectors {
+		// A second server in one process, as in tests, keeps the first's.
+		if err := legacyregistry.CustomRegister(c); err != nil {
+			klog.ErrorS(err, "Object metrics not registered")
+		}
+	}
+}

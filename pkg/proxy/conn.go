@@ -1,0 +1,163 @@
+package proxy
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// connWriter counts what is written to the client, knows whether the
+// target's answer reached it, and remembers a hijacked connection so that it
+// can be closed from outside.
+type connWriter struct {
+	http.ResponseWriter
+	written                 atomic.Int64
+	hijackedIn, hijackedOut atomic.Int64
+	hijacked                atomic.Bool
+	// answered is set once the target's status line was passed on;
+	// midLine while the last byte written did not end a line.
+	answered, midLine atomic.Bool
+
+	// websocket is set for a WebSocket upgrade, whose end by the session
+	// is announced with a close frame; ended says why the session ended,
+	// nil while it has not.
+	websocket bool
+	ended     func() error
+
+	mu sync.Mutex
+	// conn is the hijacked client connection as the handler uses it; raw
+	// is the network connection beneath it.
+	conn, raw net.Conn
+	// closed is set when the session ended: no connection is hijacked
+	// after that.
+	closed bool
+}
+
+func (c *connWriter) WriteHeader(code int) {
+	c.answered.Store(true)
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *connWriter) Write(b []byte) (int, error) {
+	c.answered.Store(true)
+	n, err := c.ResponseWriter.Write(b)
+	c.written.Add(int64(n))
+	if n > 0 {
+		c.midLine.Store(b[n-1] != '\n')
+	}
+	return n, err
+}
+
+func (c *connWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Hijack hands out the client connection and keeps it for closeHijacked.
+func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := c.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("the connection cannot be upgraded")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Still unhijacked, the connection can carry the refusal.
+	if c.closed {
+		return nil, nil, errors.New("the session ended")
+	}
+	conn, rw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	c.raw = conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		c.raw = tc.NetConn()
+	}
+	c.conn = &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut}
+	if c.websocket {
+		c.conn = &websocketConn{Conn: c.conn, raw: c.raw, ended: c.ended}
+	}
+	c.hijacked.Store(true)
+	return c.conn, rw, nil
+}
+
+// closeHijacked ends a hijacked stream because its session ended: a
+// WebSocket one with a close frame saying why, then the network connection
+// at once. (Closing TLS would first send an alert, which a client that
+// stopped reading could hold up for seconds.)
+func (c *connWriter) closeHijacked(why error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.conn == nil {
+		return
+	}
+	if ws, ok := c.conn.(*websocketConn); ok {
+		ws.finish(why)
+	}
+	_ = c.raw.Close()
+}
+
+// countingConn counts the bytes of a hijacked connection.
+type countingConn struct {
+	net.Conn
+	in, out *atomic.Int64
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.in.Add(int64(n))
+	return n, err
+}
+
+func (c *countingConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	c.out.Add(int64(n))
+	return n, err
+}
+
+// countingReader counts the bytes of a request body.
+type countingReader struct {
+	io.ReadCloser
+	n atomic.Int64
+}
+
+func (r *countingReader) Read(b []byte) (int, error) {
+	n, err := r.ReadCloser.Read(b)
+	r.n.Add(int64(n))
+	return n, err
+}
+
+// finishWatch ends a JSON watch that the session's end cut off with a final
+// ERROR event whose Status says why, so that kubectl reports it.
+func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
+	if cw.hijacked.Load() || !cw.answered.Load() || !queryTrue(req.URL.Query(), "watch") ||
+		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
+		return
+	}
+	status := apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause)).Status()
+	status.Kind, status.APIVersion = "Status", "v1"
+	event, err := json.Marshal(map[string]any{"type": "ERROR", "object": status})
+	if err != nil {
+		return
+	}
+	// An event cut off mid-line is lost; the final one stands on its own.
+	if cw.midLine.Load() {
+		event = append([]byte{'\n'}, event...)
+	}
+	_, _ = cw.ResponseWriter.Write(append(event, '\n'))
+	if f, ok := cw.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
