@@ -36,12 +36,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	// kubectl finds the plugin kubectl-session on the PATH, as a user's would.
-	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	lifecycleArgs, err := lifecycleArgs(filepath.Join(root, "_output", "e2e-audit"))
+	lifecycleArgs, err := lifecycleSetup(bin, filepath.Join(root, "_output", "e2e-audit"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1

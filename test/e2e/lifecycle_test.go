@@ -28,9 +28,13 @@ const (
 // auditLog is clustergate's audit log, at level Metadata for sessions.
 var auditLog string
 
-// lifecycleArgs are the flags of clustergate for the lifecycle tests, with
-// an audit policy and log in dir.
-func lifecycleArgs(dir string) ([]string, error) {
+// lifecycleSetup puts bin, with kubectl-session, on the PATH, so that
+// kubectl finds the plugin as a user's would, and returns the flags of
+// clustergate for the lifecycle tests, with an audit policy and log in dir.
+func lifecycleSetup(bin, dir string) ([]string, error) {
+	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
