@@ -168,6 +168,9 @@ func TestSessionApproval(t *testing.T) {
 	if !strings.Contains(wide, "Approved by bob") || !strings.Contains(wide, "INC-7 etcd is full") {
 		t.Errorf("the wide table lacks the approval or the reason:\n%s", wide)
 	}
+	if describe := kubectl(t, "-n", ns, "describe", "sessions", "approve-me"); !strings.Contains(describe, "INC-7 etcd is full") || !strings.Contains(describe, "INC-7 confirmed") {
+		t.Errorf("kubectl describe lacks the reason or the approval's:\n%s", describe)
+	}
 	eventually(t, 10*time.Second, "an event says who approved and why", func() error {
 		events := kubectl(t, "-n", ns, "get", "events", "--field-selector", "involvedObject.name=approve-me", "-o", "custom-columns=REASON:.reason,MESSAGE:.message")
 		if !strings.Contains(events, "approved by bob") || !strings.Contains(events, "INC-7 confirmed") || !strings.Contains(events, "reason: INC-7 etcd is full") {
