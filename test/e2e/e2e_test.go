@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/test/openapicheck"
 )
 
-var cp *controlplane.ControlPlane
+var cp *localcluster.ControlPlane
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -38,7 +38,7 @@ func run(m *testing.M) int {
 	}
 	start := time.Now()
 	var err error
-	cp, err = controlplane.Start(context.Background(), controlplane.Options{
+	cp, err = localcluster.Start(context.Background(), localcluster.Options{
 		Dir:      filepath.Join(root, "_output", "e2e"),
 		BinDir:   bin,
 		RepoRoot: root,
@@ -192,7 +192,7 @@ func TestAPIResources(t *testing.T) {
 		t.Errorf("api-resources lists a virtual resource:\n%s", out)
 	}
 	// Gardener's shoots still come first for kubectl.
-	if got := kubectl(t, "-n", "garden-"+controlplane.Project, "get", "shoots", "-o", "name"); strings.TrimSpace(got) != "shoot.core.gardener.cloud/"+controlplane.Shoot {
+	if got := kubectl(t, "-n", "garden-"+localcluster.Project, "get", "shoots", "-o", "name"); strings.TrimSpace(got) != "shoot.core.gardener.cloud/"+localcluster.Shoot {
 		t.Errorf("kubectl get shoots = %q, want Gardener's", got)
 	}
 	msg := kubectlErr(t, cp.AdminKubeconfig, "", "-n", "default", "get", "shoots.clustergate.dev")
@@ -490,7 +490,7 @@ spec:
 func TestShootKubeconfigFromGardener(t *testing.T) {
 	req := `{"apiVersion":"authentication.gardener.cloud/v1alpha1","kind":"AdminKubeconfigRequest","spec":{"expirationSeconds":600}}`
 	out, err := cp.Kubectl(context.Background(), cp.AdminKubeconfig, []byte(req), "create", "--raw",
-		fmt.Sprintf("/apis/core.gardener.cloud/v1beta1/namespaces/garden-%s/shoots/%s/adminkubeconfig", controlplane.Project, controlplane.Shoot), "-f", "-")
+		fmt.Sprintf("/apis/core.gardener.cloud/v1beta1/namespaces/garden-%s/shoots/%s/adminkubeconfig", localcluster.Project, localcluster.Shoot), "-f", "-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,10 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 // clients reach the garden as admin: core resources and clustergate's
@@ -145,7 +145,7 @@ func TestKubeconfigLifecycle(t *testing.T) {
 	ns := namespace(t, "kcp-system")
 	objects := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(ns)
 
-	if _, err := objects.Create(ctx, newKubeconfigObject("c-local", controlplane.Shoot, "kubeconfig-c-local"), metav1.CreateOptions{}); err != nil {
+	if _, err := objects.Create(ctx, newKubeconfigObject("c-local", localcluster.Shoot, "kubeconfig-c-local"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	obj := waitCondition(t, client, ns, "c-local", kubeconfig.ReasonCreated, time.Minute)
@@ -293,7 +293,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := objects.Create(ctx, newKubeconfigObject("conflict", controlplane.Shoot, "taken"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("conflict", localcluster.Shoot, "taken"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		obj := waitCondition(t, client, ns, "conflict", kubeconfig.ReasonSecretConflict, time.Minute)
@@ -324,7 +324,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, kyma, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := objects.Create(ctx, newKubeconfigObject("migrated", controlplane.Shoot, "kubeconfig-migrated"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("migrated", localcluster.Shoot, "kubeconfig-migrated"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, client, ns, "migrated", kubeconfig.ReasonAdopted, time.Minute)
@@ -351,7 +351,7 @@ func TestKubeconfigErrors(t *testing.T) {
 	})
 
 	t.Run("Gardener down, then back", func(t *testing.T) {
-		if _, err := objects.Create(ctx, newKubeconfigObject("outage", controlplane.Shoot, "kubeconfig-outage"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("outage", localcluster.Shoot, "kubeconfig-outage"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, client, ns, "outage", kubeconfig.ReasonCreated, time.Minute)

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 // sessionKubeconfig writes the session's kubeconfig, completed with the
@@ -424,7 +424,7 @@ spec:
   nodeName: %s
   automountServiceAccountToken: false
   containers: [{name: main, image: stand-in}]
-`, name, controlplane.NodeName))
+`, name, localcluster.NodeName))
 	// The node runs it, as far as kubectl port-forward can tell.
 	kubectlAs(t, cp.ShootKubeconfig, "-n", "default", "patch", "pod", name, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Running"}}`)
 }
@@ -584,7 +584,7 @@ func TestProxyOwnerUID(t *testing.T) {
 	created, err := client.ClustergateV1alpha1().Sessions(ns).Create(ctx, &v1alpha1.Session{
 		ObjectMeta: metav1.ObjectMeta{Name: "umas"},
 		Spec: v1alpha1.SessionSpec{TTL: metav1.Duration{Duration: time.Hour}, AccessLevel: v1alpha1.AccessLevel{Group: "viewer"},
-			Target: v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: controlplane.Shoot}}},
+			Target: v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: localcluster.Shoot}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -31,10 +31,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 const namespace = "bench"
@@ -72,7 +72,7 @@ type row struct {
 
 func run(root string, n, configMaps, streams int) error {
 	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{
+	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench-proxy"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
 		ClustergateArgs: []string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"},
 	})
@@ -186,7 +186,7 @@ func addedRow(name string, d []time.Duration) row {
 // idleStreams holds streams idle watches open through the whole path of a
 // short session, measures clustergate's memory for them, and waits for the
 // session's expiry to end them all.
-func idleStreams(ctx context.Context, cp *controlplane.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, streams int) ([]row, error) {
+func idleStreams(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, streams int) ([]row, error) {
 	short, err := openSession(ctx, client, "expiring", 3*time.Minute)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,7 @@ func openSession(ctx context.Context, client versioned.Interface, name string, t
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.SessionSpec{
 			TTL: metav1.Duration{Duration: ttl}, AccessLevel: v1alpha1.AccessLevel{Group: "admin"},
-			Target: v1alpha1.SessionTarget{Cluster: &v1alpha1.ClusterTarget{KubeconfigSecretRef: v1alpha1.LocalSecretReference{Name: controlplane.ShootTargetSecret}}},
+			Target: v1alpha1.SessionTarget{Cluster: &v1alpha1.ClusterTarget{KubeconfigSecretRef: v1alpha1.LocalSecretReference{Name: localcluster.ShootTargetSecret}}},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -238,7 +238,7 @@ func openSession(ctx context.Context, client versioned.Interface, name string, t
 // clients returns clients of the session's target through the whole path
 // and through clustergate alone, as its owner, and directly with the
 // session's own minted credentials.
-func clients(ctx context.Context, cp *controlplane.ControlPlane, garden *rest.Config, s *v1alpha1.Session) ([]path, error) {
+func clients(ctx context.Context, cp *localcluster.ControlPlane, garden *rest.Config, s *v1alpha1.Session) ([]path, error) {
 	kube := kubernetes.NewForConfigOrDie(garden)
 	secret, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, credentials.SecretName(s.UID), metav1.GetOptions{})
 	if err != nil {
@@ -466,7 +466,7 @@ func openWatches(ctx context.Context, c kubernetes.Interface, n int) (<-chan tim
 	return ended, nil
 }
 
-func rssKiB(cp *controlplane.ControlPlane) int {
+func rssKiB(cp *localcluster.ControlPlane) int {
 	kib, err := cp.RSSKiB("clustergate")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
