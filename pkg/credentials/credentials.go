@@ -16,28 +16,9 @@ import (
 	"fmt"
 	"net/url"
 
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
-
-// Keys of a session's credentials Secret.
-const (
-	// KeyKubeconfig holds the minted kubeconfig.
-	KeyKubeconfig = "kubeconfig"
-	// KeyPrivateKey holds the private key of a cluster target's CSR until
-	// the certificate is issued.
-	KeyPrivateKey = "tls.key"
-)
-
-// LabelClusterTarget, set to "true", marks a Secret in the server's
-// namespace as the kubeconfig of a cluster target. The server uses no other
-// Secret as a target, and never writes this label itself: the Secrets it
-// writes hold credentials it minted, which must never lead to a target.
-const LabelClusterTarget = "clustergate.dev/cluster-target"
-
-// SecretName is the name of a session's credentials Secret.
-func SecretName(uid types.UID) string { return "session-" + string(uid) }
 
 // NewPrivateKey returns a new private key in PEM. It never leaves the
 // server: only its CSR goes to the target.

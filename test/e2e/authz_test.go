@@ -14,8 +14,6 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
@@ -199,8 +197,8 @@ func TestCredentialIsolation(t *testing.T) {
 			if s, err = client.ClustergateV1alpha1().Sessions(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
 				return err
 			}
-			c := meta.FindStatusCondition(s.Status.Conditions, session.ConditionReady)
-			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != session.ReasonTargetNotMarked {
+			c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.SessionReasonTargetNotMarked {
 				return fmt.Errorf("conditions %+v", s.Status.Conditions)
 			}
 			if !strings.Contains(c.Message, credentials.LabelClusterTarget+"=true") {
@@ -208,7 +206,7 @@ func TestCredentialIsolation(t *testing.T) {
 			}
 			return nil
 		})
-		if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", session.CSRName(s)); err == nil || !strings.Contains(err.Error(), "NotFound") {
+		if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", credentials.CSRName(s.UID)); err == nil || !strings.Contains(err.Error(), "NotFound") {
 			t.Errorf("a CSR was made on the shoot for %s: %v", name, err)
 		}
 	}
@@ -231,10 +229,10 @@ func TestCredentialIsolation(t *testing.T) {
 	t.Run("another session's credentials are no target", func(t *testing.T) {
 		apply(t, cp.AdminKubeconfig, targetSession("victim", "", "viewer", "cluster/"+localcluster.ShootTargetSecret), "-n", ns)
 		victim := waitSessionReady(t, client, ns, "victim")
-		apply(t, cp.AdminKubeconfig, targetSession("thief", "", "viewer", "cluster/"+session.CredentialsName(victim)), "-n", ns)
+		apply(t, cp.AdminKubeconfig, targetSession("thief", "", "viewer", "cluster/"+credentials.SecretName(victim.UID)), "-n", ns)
 		notATarget(t, "thief")
 
-		msg := kubectlErr(t, cp.AdminKubeconfig, "", "-n", "clustergate-system", "label", "secret", session.CredentialsName(victim),
+		msg := kubectlErr(t, cp.AdminKubeconfig, "", "-n", "clustergate-system", "label", "secret", credentials.SecretName(victim.UID),
 			credentials.LabelClusterTarget+"=true")
 		if !strings.Contains(msg, "may not be marked as a cluster target") {
 			t.Errorf("marking a session's credentials: %s", msg)
@@ -248,7 +246,7 @@ func TestCredentialIsolation(t *testing.T) {
 		if _, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitCondition(t, client, ns, "marked", kubeconfig.ReasonCreated, time.Minute)
+		waitCondition(t, client, ns, "marked", v1alpha1.KubeconfigReasonCreated, time.Minute)
 		s := getSecret(t, kube, ns, "kubeconfig-marked")
 		if _, marked := s.Labels[credentials.LabelClusterTarget]; marked || s.Labels["kyma-project.io/runtime-id"] != "marked" {
 			t.Errorf("the kept kubeconfig's labels: %v", s.Labels)

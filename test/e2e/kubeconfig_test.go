@@ -21,7 +21,6 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
 
@@ -81,7 +80,7 @@ func waitCondition(t *testing.T, client versioned.Interface, ns, name, reason st
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(obj.Status.Conditions, kubeconfig.ConditionReady)
+		c := meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.KubeconfigConditionReady)
 		if c == nil || c.Reason != reason {
 			return fmt.Errorf("status %+v", obj.Status)
 		}
@@ -148,7 +147,7 @@ func TestKubeconfigLifecycle(t *testing.T) {
 	if _, err := objects.Create(ctx, newKubeconfigObject("c-local", localcluster.Shoot, "kubeconfig-c-local"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	obj := waitCondition(t, client, ns, "c-local", kubeconfig.ReasonCreated, time.Minute)
+	obj := waitCondition(t, client, ns, "c-local", v1alpha1.KubeconfigReasonCreated, time.Minute)
 	if obj.Status.State != v1alpha1.KubeconfigStateReady || obj.Status.ExpirationTime == nil || obj.Status.LastSyncTime == nil {
 		t.Fatalf("status after create: %+v", obj.Status)
 	}
@@ -156,13 +155,13 @@ func TestKubeconfigLifecycle(t *testing.T) {
 	secret := getSecret(t, kube, ns, "kubeconfig-c-local")
 	t.Run("Secret carries Kyma's labels and annotations", func(t *testing.T) {
 		for k, want := range map[string]string{
-			kubeconfig.LabelManagedBy: "clustergate", kubeconfig.LabelClusterName: "c-local", "kyma-project.io/runtime-id": "c-local",
+			v1alpha1.LabelManagedBy: "clustergate", v1alpha1.LabelClusterName: "c-local", "kyma-project.io/runtime-id": "c-local",
 		} {
 			if got := secret.Labels[k]; got != want {
 				t.Errorf("label %s = %q, want %q", k, got, want)
 			}
 		}
-		if _, err := time.Parse(time.RFC3339, secret.Annotations[kubeconfig.AnnotationLastSync]); err != nil {
+		if _, err := time.Parse(time.RFC3339, secret.Annotations[v1alpha1.AnnotationLastSync]); err != nil {
 			t.Errorf("last-sync annotation: %v", err)
 		}
 		if secret.Type != corev1.SecretTypeOpaque {
@@ -194,14 +193,14 @@ func TestKubeconfigLifecycle(t *testing.T) {
 	t.Run("forced rotation on the object", func(t *testing.T) {
 		serial := certSerial(t, getSecret(t, kube, ns, "kubeconfig-c-local"))
 		stop := watchSecretNeverEmpty(t, kube, ns, "kubeconfig-c-local")
-		kubectl(t, "-n", ns, "annotate", "gck", "c-local", kubeconfig.AnnotationForceRotation+"=true")
-		waitCondition(t, client, ns, "c-local", kubeconfig.ReasonForced, time.Minute)
+		kubectl(t, "-n", ns, "annotate", "gck", "c-local", v1alpha1.AnnotationForceRotation+"=true")
+		waitCondition(t, client, ns, "c-local", v1alpha1.KubeconfigReasonForced, time.Minute)
 		eventually(t, 30*time.Second, "force annotation removed from the object", func() error {
 			o, err := objects.Get(ctx, "c-local", metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
-			if _, ok := o.Annotations[kubeconfig.AnnotationForceRotation]; ok {
+			if _, ok := o.Annotations[v1alpha1.AnnotationForceRotation]; ok {
 				return fmt.Errorf("annotation still there")
 			}
 			return nil
@@ -215,10 +214,10 @@ func TestKubeconfigLifecycle(t *testing.T) {
 	t.Run("forced rotation on the Secret", func(t *testing.T) {
 		serial := certSerial(t, getSecret(t, kube, ns, "kubeconfig-c-local"))
 		stop := watchSecretNeverEmpty(t, kube, ns, "kubeconfig-c-local")
-		kubectl(t, "-n", ns, "annotate", "secret", "kubeconfig-c-local", kubeconfig.AnnotationForceRotationShort+"=true")
+		kubectl(t, "-n", ns, "annotate", "secret", "kubeconfig-c-local", v1alpha1.AnnotationForceRotationShort+"=true")
 		eventually(t, time.Minute, "Secret rotated", func() error {
 			s := getSecret(t, kube, ns, "kubeconfig-c-local")
-			if _, ok := s.Annotations[kubeconfig.AnnotationForceRotationShort]; ok || certSerial(t, s) == serial {
+			if _, ok := s.Annotations[v1alpha1.AnnotationForceRotationShort]; ok || certSerial(t, s) == serial {
 				return fmt.Errorf("not rotated yet")
 			}
 			return nil
@@ -230,7 +229,7 @@ func TestKubeconfigLifecycle(t *testing.T) {
 		if err := kube.CoreV1().Secrets(ns).Delete(ctx, "kubeconfig-c-local", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitCondition(t, client, ns, "c-local", kubeconfig.ReasonRepaired, time.Minute)
+		waitCondition(t, client, ns, "c-local", v1alpha1.KubeconfigReasonRepaired, time.Minute)
 		getSecret(t, kube, ns, "kubeconfig-c-local")
 	})
 
@@ -263,7 +262,7 @@ func TestKubeconfigLifecycle(t *testing.T) {
 			_, err := kube.CoreV1().Secrets(ns).Get(ctx, "kubeconfig-c-local", metav1.GetOptions{})
 			return err
 		})
-		waitCondition(t, client, ns, "c-local", kubeconfig.ReasonRepaired, time.Minute)
+		waitCondition(t, client, ns, "c-local", v1alpha1.KubeconfigReasonRepaired, time.Minute)
 	})
 
 	t.Run("delete removes the Secret", func(t *testing.T) {
@@ -296,12 +295,12 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := objects.Create(ctx, newKubeconfigObject("conflict", localcluster.Shoot, "taken"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		obj := waitCondition(t, client, ns, "conflict", kubeconfig.ReasonSecretConflict, time.Minute)
+		obj := waitCondition(t, client, ns, "conflict", v1alpha1.KubeconfigReasonSecretConflict, time.Minute)
 		if obj.Status.State != v1alpha1.KubeconfigStateError {
 			t.Errorf("state = %s, want Error", obj.Status.State)
 		}
 		s := getSecret(t, kube, ns, "taken")
-		if string(s.Data["config"]) != "someone else's" || s.Labels[kubeconfig.LabelManagedBy] != "" {
+		if string(s.Data["config"]) != "someone else's" || s.Labels[v1alpha1.LabelManagedBy] != "" {
 			t.Errorf("the foreign Secret was changed: %v %v", s.Labels, string(s.Data["config"]))
 		}
 		// Deleting the object leaves the foreign Secret alone.
@@ -319,7 +318,7 @@ func TestKubeconfigErrors(t *testing.T) {
 
 	t.Run("Kyma's Secret is adopted", func(t *testing.T) {
 		kyma := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-migrated", Namespace: ns, Labels: map[string]string{
-			kubeconfig.LabelManagedBy: kubeconfig.KymaManagedBy, kubeconfig.LabelClusterName: "migrated"}},
+			v1alpha1.LabelManagedBy: v1alpha1.ManagedByKyma, v1alpha1.LabelClusterName: "migrated"}},
 			StringData: map[string]string{"config": "kyma's kubeconfig"}}
 		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, kyma, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -327,8 +326,8 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := objects.Create(ctx, newKubeconfigObject("migrated", localcluster.Shoot, "kubeconfig-migrated"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitCondition(t, client, ns, "migrated", kubeconfig.ReasonAdopted, time.Minute)
-		if s := getSecret(t, kube, ns, "kubeconfig-migrated"); s.Labels[kubeconfig.LabelManagedBy] != "clustergate" {
+		waitCondition(t, client, ns, "migrated", v1alpha1.KubeconfigReasonAdopted, time.Minute)
+		if s := getSecret(t, kube, ns, "kubeconfig-migrated"); s.Labels[v1alpha1.LabelManagedBy] != "clustergate" {
 			t.Errorf("adopted Secret labels: %v", s.Labels)
 		}
 	})
@@ -354,16 +353,16 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := objects.Create(ctx, newKubeconfigObject("outage", localcluster.Shoot, "kubeconfig-outage"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitCondition(t, client, ns, "outage", kubeconfig.ReasonCreated, time.Minute)
+		waitCondition(t, client, ns, "outage", v1alpha1.KubeconfigReasonCreated, time.Minute)
 		if err := cp.StopComponent("gardener-apiserver"); err != nil {
 			t.Fatal(err)
 		}
-		kubectl(t, "-n", ns, "annotate", "gck", "outage", kubeconfig.AnnotationForceRotation+"=true")
+		kubectl(t, "-n", ns, "annotate", "gck", "outage", v1alpha1.AnnotationForceRotation+"=true")
 		waitCondition(t, client, ns, "outage", "GardenerUnavailable", time.Minute)
 		if err := cp.StartComponent(ctx, "gardener-apiserver"); err != nil {
 			t.Fatal(err)
 		}
-		obj := waitCondition(t, client, ns, "outage", kubeconfig.ReasonForced, 2*time.Minute)
+		obj := waitCondition(t, client, ns, "outage", v1alpha1.KubeconfigReasonForced, 2*time.Minute)
 		if obj.Status.State != v1alpha1.KubeconfigStateReady {
 			t.Errorf("state = %s after Gardener came back", obj.Status.State)
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/test/monitoring"
 )
 
@@ -41,7 +41,7 @@ func TestMonitoring(t *testing.T) {
 	apply(t, cp.AdminKubeconfig, sessionManifest("ended", ""), "-n", ns)
 	waitSessionReady(t, client, ns, "ended")
 	kubectl(t, "-n", ns, "delete", "session", "ended", "--wait=true")
-	waitCondition(t, client, ns, "local", kubeconfig.ReasonCreated, time.Minute)
+	waitCondition(t, client, ns, "local", v1alpha1.KubeconfigReasonCreated, time.Minute)
 	prom, err := cp.StartPrometheus(ctx, localcluster.PrometheusOptions{ScrapeInterval: time.Second, TimeCompression: compression})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 // namespaceObjectsEnv sets how many Sessions and how many
@@ -70,7 +71,7 @@ func TestNamespaceDeletion(t *testing.T) {
 			return err
 		}
 		for _, s := range list.Items {
-			if !meta.IsStatusConditionTrue(s.Status.Conditions, session.ConditionReady) {
+			if !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady) {
 				return fmt.Errorf("session %s not Ready: %+v", s.Name, s.Status.Conditions)
 			}
 		}
@@ -92,10 +93,10 @@ func TestNamespaceDeletion(t *testing.T) {
 	var everything []made
 	for _, s := range sessions {
 		everything = append(everything,
-			made{cp.AdminKubeconfig, "secret", "clustergate-system", session.CredentialsName(&s)},
+			made{cp.AdminKubeconfig, "secret", "clustergate-system", credentials.SecretName(s.UID)},
 			made{cp.AdminKubeconfig, "authorizationpolicies.security.istio.io", "clustergate-system", session.PolicyName(&s)})
 		if s.Spec.Target.Cluster != nil {
-			everything = append(everything, made{cp.ShootKubeconfig, "certificatesigningrequest", "", session.CSRName(&s)})
+			everything = append(everything, made{cp.ShootKubeconfig, "certificatesigningrequest", "", credentials.CSRName(s.UID)})
 		}
 	}
 	for i := range n {

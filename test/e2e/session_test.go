@@ -43,7 +43,7 @@ func waitSessionReady(t *testing.T, client versioned.Interface, ns, name string)
 		if s, err = client.ClustergateV1alpha1().Sessions(ns).Get(context.Background(), name, metav1.GetOptions{}); err != nil {
 			return err
 		}
-		if !meta.IsStatusConditionTrue(s.Status.Conditions, session.ConditionReady) {
+		if !meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady) {
 			return fmt.Errorf("conditions %+v", s.Status.Conditions)
 		}
 		return nil
@@ -56,7 +56,7 @@ func waitSessionReady(t *testing.T, client versioned.Interface, ns, name string)
 func credentialsKubeconfig(t *testing.T, s *v1alpha1.Session) string {
 	t.Helper()
 	kube, _ := clients(t)
-	secret, err := kube.CoreV1().Secrets("clustergate-system").Get(context.Background(), session.CredentialsName(s), metav1.GetOptions{})
+	secret, err := kube.CoreV1().Secrets("clustergate-system").Get(context.Background(), credentials.SecretName(s.UID), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestClusterSession(t *testing.T) {
 	apply(t, cp.AdminKubeconfig, clusterSessionManifest("csr", "1h", "viewer"), "-n", ns)
 	s := waitSessionReady(t, client, ns, "csr")
 
-	issued := kubectlAs(t, cp.ShootKubeconfig, "get", "csr", session.CSRName(s), "-o", `jsonpath={.spec.signerName} {.status.conditions[*].type}`)
+	issued := kubectlAs(t, cp.ShootKubeconfig, "get", "csr", credentials.CSRName(s.UID), "-o", `jsonpath={.spec.signerName} {.status.conditions[*].type}`)
 	if issued != "kubernetes.io/kube-apiserver-client Approved" {
 		t.Errorf("CSR on the shoot: %s", issued)
 	}
@@ -175,10 +175,10 @@ func TestSessionEndsAtExpiry(t *testing.T) {
 	if late := goneAt.Sub(s.Status.ExpiresAt.Time); late < -time.Second || late > 2*time.Second {
 		t.Errorf("session gone %s after expiresAt, want within ±2s", late)
 	}
-	if _, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, session.CredentialsName(s), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, credentials.SecretName(s.UID), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("credentials Secret left behind: %v", err)
 	}
-	if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", session.CSRName(s)); err == nil || !strings.Contains(err.Error(), "NotFound") {
+	if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", credentials.CSRName(s.UID)); err == nil || !strings.Contains(err.Error(), "NotFound") {
 		t.Errorf("CSR left on the target: %v", err)
 	}
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "get", "authorizationpolicies.security.istio.io", policy); err == nil || !strings.Contains(err.Error(), "NotFound") {
@@ -192,9 +192,9 @@ func TestSessionTargetProblems(t *testing.T) {
 	tests := []struct {
 		name, manifest, reason string
 	}{
-		{name: "missing-shoot", reason: session.ReasonTargetNotFound,
+		{name: "missing-shoot", reason: v1alpha1.SessionReasonTargetNotFound,
 			manifest: strings.Replace(sessionManifest("missing-shoot", ""), "name: local", "name: no-such-shoot", 1)},
-		{name: "missing-secret", reason: session.ReasonTargetNotFound,
+		{name: "missing-secret", reason: v1alpha1.SessionReasonTargetNotFound,
 			manifest: strings.Replace(clusterSessionManifest("missing-secret", "1h", "viewer"), localcluster.ShootTargetSecret, "no-such-secret", 1)},
 	}
 	for _, tt := range tests {
@@ -205,7 +205,7 @@ func TestSessionTargetProblems(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				c := meta.FindStatusCondition(s.Status.Conditions, session.ConditionReady)
+				c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady)
 				if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tt.reason {
 					return fmt.Errorf("conditions %+v", s.Status.Conditions)
 				}
@@ -270,10 +270,10 @@ func TestSessionExpiredWhileServerDownIsCleanedUp(t *testing.T) {
 		if _, err := client.ClustergateV1alpha1().Sessions(ns).Get(ctx, "while-down", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("session: %v", err)
 		}
-		if _, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, session.CredentialsName(s), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, credentials.SecretName(s.UID), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("credentials: %v", err)
 		}
-		if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", session.CSRName(s)); err == nil {
+		if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", credentials.CSRName(s.UID)); err == nil {
 			return fmt.Errorf("CSR still on the target")
 		}
 		return nil

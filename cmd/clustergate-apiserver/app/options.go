@@ -123,7 +123,7 @@ func NewOptions() *Options {
 		SessionMaxPerOwner:  5,
 		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second},
 		Kubeconfig: kubeconfig.Options{
-			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute},
+			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute, GardenerRetry: 5 * time.Minute},
 			Expiration: 24 * time.Hour,
 			Workers:    10,
 		},
@@ -398,7 +398,7 @@ func (o *Options) proxyConfig(serverConfig *genericapiserver.RecommendedConfig) 
 	}
 	o.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.Session.Namespace),
 		informers.WithTransform(controllerutil.DropManagedFields),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = session.CredentialsSelector().String() }))
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))
 	o.credentialSource = credentials.NewSource(o.credentialInformers.Core().V1().Secrets().Lister().Secrets(o.Session.Namespace))
 	cfg.Backends = o.credentialSource
 	return cfg, nil

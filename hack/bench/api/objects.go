@@ -100,12 +100,12 @@ func createKubeconfigs(ctx context.Context, cfg *rest.Config, kubeconfigPath str
 		name := fmt.Sprintf("c-%05d", i)
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-" + name, Namespace: namespace,
-				Labels: map[string]string{kubeconfig.LabelManagedBy: kubeconfig.ManagedBy, kubeconfig.LabelClusterName: name},
+				Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: name},
 				Annotations: map[string]string{
-					kubeconfig.AnnotationChecksum:  kubeconfig.Checksum(kubeconfigData),
-					kubeconfig.AnnotationLastSync:  now.Format(time.RFC3339),
-					kubeconfig.AnnotationExpiresAt: now.Add(24 * time.Hour).Format(time.RFC3339),
-					kubeconfig.AnnotationReason:    kubeconfig.ReasonCreated,
+					v1alpha1.AnnotationChecksum:  kubeconfig.Checksum(kubeconfigData),
+					v1alpha1.AnnotationLastSync:  now.Format(time.RFC3339),
+					v1alpha1.AnnotationExpiresAt: now.Add(24 * time.Hour).Format(time.RFC3339),
+					v1alpha1.AnnotationReason:    v1alpha1.KubeconfigReasonCreated,
 				}},
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{"config": kubeconfigData},

@@ -97,7 +97,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	}
 	created := time.Since(start)
 	fmt.Printf("created %d objects in %s\n", n, created.Round(time.Millisecond))
-	for rec.count(kubeconfig.ReasonCreated) < n {
+	for rec.count(v1alpha1.KubeconfigReasonCreated) < n {
 		time.Sleep(time.Second)
 	}
 	allReady := waitReady(ctx, client, n)
@@ -111,10 +111,10 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 
 	// Every object rotates once within validity×ratio after its write.
 	deadline := time.Now().Add(time.Duration(float64(expiration)*ratio) + readyIn + 5*time.Minute)
-	for rec.count(kubeconfig.ReasonRotated) < n && time.Now().Before(deadline) {
+	for rec.count(v1alpha1.KubeconfigReasonRotated) < n && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Second)
 	}
-	rotated := rec.count(kubeconfig.ReasonRotated)
+	rotated := rec.count(v1alpha1.KubeconfigReasonRotated)
 	requestsAfterRotation, err := gardenerRequests(ctx, cp)
 	if err != nil {
 		return err
@@ -202,15 +202,15 @@ func (r *recorder) consume(w watch.Interface) {
 		if !ok || ev.Type == watch.Deleted {
 			continue
 		}
-		lastSync, err1 := time.Parse(time.RFC3339, s.Annotations[kubeconfig.AnnotationLastSync])
-		expiresAt, err2 := time.Parse(time.RFC3339, s.Annotations[kubeconfig.AnnotationExpiresAt])
+		lastSync, err1 := time.Parse(time.RFC3339, s.Annotations[v1alpha1.AnnotationLastSync])
+		expiresAt, err2 := time.Parse(time.RFC3339, s.Annotations[v1alpha1.AnnotationExpiresAt])
 		if err1 != nil || err2 != nil {
 			continue
 		}
 		r.mu.Lock()
-		prev := r.writes[s.Labels[kubeconfig.LabelClusterName]]
+		prev := r.writes[s.Labels[v1alpha1.LabelClusterName]]
 		if len(prev) == 0 || !prev[len(prev)-1].lastSync.Equal(lastSync) {
-			r.writes[s.Labels[kubeconfig.LabelClusterName]] = append(prev, write{reason: s.Annotations[kubeconfig.AnnotationReason],
+			r.writes[s.Labels[v1alpha1.LabelClusterName]] = append(prev, write{reason: s.Annotations[v1alpha1.AnnotationReason],
 				lastSync: lastSync, expiresAt: expiresAt, seen: time.Now()})
 		}
 		r.mu.Unlock()
@@ -240,7 +240,7 @@ func (r *recorder) lateness(cfg kubeconfig.Config) []time.Duration {
 	var out []time.Duration
 	for _, ws := range r.writes {
 		for i := 1; i < len(ws); i++ {
-			if ws[i].reason != kubeconfig.ReasonRotated {
+			if ws[i].reason != v1alpha1.KubeconfigReasonRotated {
 				continue
 			}
 			due := kubeconfig.RotationTime(ws[i-1].lastSync, ws[i-1].expiresAt, cfg)

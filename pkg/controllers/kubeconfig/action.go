@@ -22,51 +22,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
-)
-
-// Labels and annotations of managed Secrets. The operator.kyma-project.io
-// names are those of Kyma's infrastructure-manager, so its consumers keep
-// working.
-const (
-	LabelManagedBy   = "operator.kyma-project.io/managed-by"
-	LabelClusterName = "operator.kyma-project.io/cluster-name"
-	// ManagedBy is the value of LabelManagedBy on Secrets this controller owns.
-	ManagedBy = "clustergate"
-	// KymaManagedBy marks Secrets of Kyma's infrastructure-manager, which are
-	// adopted when their cluster-name matches.
-	KymaManagedBy = "infrastructure-manager"
-
-	AnnotationLastSync = "operator.kyma-project.io/last-sync"
-	// AnnotationForceRotation and AnnotationForceRotationShort request a
-	// rotation, on the object or on its Secret.
-	AnnotationForceRotation      = "operator.kyma-project.io/force-kubeconfig-rotation"
-	AnnotationForceRotationShort = "clustergate.dev/force-rotation"
-	// AnnotationExpiresAt records when the kubeconfig in the Secret expires.
-	AnnotationExpiresAt = "clustergate.dev/expires-at"
-	// AnnotationChecksum is the SHA-256 of the kubeconfig as written, to
-	// notice edits.
-	AnnotationChecksum = "clustergate.dev/checksum"
-	// AnnotationReason is why the kubeconfig was last written.
-	AnnotationReason = "clustergate.dev/reason"
-	// AnnotationForcedBy is the resourceVersion of the object whose force
-	// annotation the last write honoured.
-	AnnotationForcedBy = "clustergate.dev/forced-by"
-
-	// Finalizer guards the deletion of an object until its Secret is gone.
-	Finalizer = "clustergate.dev/kubeconfig-secret"
-	// ConditionReady is the condition type on GardenerClusterKubeconfigs.
-	ConditionReady = "KubeconfigReady"
-)
-
-// Reasons of the KubeconfigReady condition, of events and of metrics.
-const (
-	ReasonCreated        = "Created"
-	ReasonRotated        = "Rotated"
-	ReasonForced         = "ForcedRotation"
-	ReasonRepaired       = "Repaired"
-	ReasonAdopted        = "Adopted"
-	ReasonSecretConflict = "SecretConflict"
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 // ActionType names what a pass does.
@@ -76,7 +34,7 @@ type ActionType string
 const (
 	// None: nothing to do until RequeueAfter.
 	None ActionType = "None"
-	// AddFinalizer adds Finalizer to the object.
+	// AddFinalizer adds v1alpha1.KubeconfigFinalizer to the object.
 	AddFinalizer ActionType = "AddFinalizer"
 	// WriteKubeconfig asks Gardener for a kubeconfig and creates or updates
 	// the Secret with it in one write.
@@ -130,8 +88,12 @@ type Config struct {
 	// its due time.
 	Schedule *Schedule
 	// ConflictRecheck is how often a Secret owned by someone else is looked
-	// at again: its changes are not watched.
+	// at again, besides its watched changes.
 	ConflictRecheck time.Duration
+	// GardenerRetry bounds the wait before Gardener is asked again after
+	// failures in a row (from a second, doubling); a shoot that does not
+	// exist is looked for again after this long.
+	GardenerRetry time.Duration
 }
 
 // Observed is what a pass sees.
@@ -143,12 +105,36 @@ type Observed struct {
 	// Stale are other Secrets this controller manages for the object, left
 	// behind when spec named another Secret.
 	Stale []*corev1.Secret
+	// Failure is the last failed request to Gardener for the object, until
+	// a kubeconfig is written.
+	Failure *controllerutil.Failure
 	// Now is the current time.
 	Now time.Time
 }
 
-// NextAction computes the single next step for an object.
+// NextAction computes the single next step for an object. A kubeconfig
+// that Gardener failed to issue is asked for again only once the retry is
+// due; until then the failure is the object's status.
 func NextAction(o Observed, cfg Config) Action {
+	a := nextAction(o, cfg)
+	f := o.Failure
+	if a.Type != WriteKubeconfig || f == nil {
+		return a
+	}
+	retry := f.RetryAt(time.Second, cfg.GardenerRetry)
+	if f.Reason == string(gardener.ShootNotFound) {
+		retry = f.At.Add(cfg.GardenerRetry)
+	}
+	if !o.Now.Before(retry) {
+		return a
+	}
+	obj := o.Object
+	return statusOr(o, &Status{State: v1alpha1.KubeconfigStateError, Reason: f.Reason, Message: f.Message,
+		LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime, ObservedGeneration: obj.Generation},
+		retry.Sub(o.Now))
+}
+
+func nextAction(o Observed, cfg Config) Action {
 	obj, secret := o.Object, o.Secret
 	if obj.DeletionTimestamp != nil {
 		return nextDeletionAction(o)
@@ -157,38 +143,38 @@ func NextAction(o Observed, cfg Config) Action {
 		return Action{Type: AddFinalizer}
 	}
 	if secret == nil {
-		reason := ReasonCreated
+		reason := v1alpha1.KubeconfigReasonCreated
 		if obj.Status.LastSyncTime != nil {
-			reason = ReasonRepaired
+			reason = v1alpha1.KubeconfigReasonRepaired
 		}
 		return Action{Type: WriteKubeconfig, Reason: reason, Create: true}
 	}
 	switch ownership(obj, secret) {
 	case adoptable:
-		return Action{Type: WriteKubeconfig, Reason: ReasonAdopted}
+		return Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonAdopted}
 	case foreign:
 		msg := fmt.Sprintf("Secret %s/%s exists and is not managed by this object; it is left untouched", secret.Namespace, secret.Name)
-		return statusOr(o, &Status{State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, Message: msg,
+		return statusOr(o, &Status{State: v1alpha1.KubeconfigStateError, Reason: v1alpha1.KubeconfigReasonSecretConflict, Message: msg,
 			ObservedGeneration: obj.Generation, LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime},
 			cfg.ConflictRecheck)
 	}
 
 	written, ok := readWritten(secret, obj.Spec.Kubeconfig.Secret.Key)
 	if !ok {
-		return Action{Type: WriteKubeconfig, Reason: ReasonRepaired}
+		return Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired}
 	}
 	if forceRequested(secret.Annotations) {
-		return Action{Type: WriteKubeconfig, Reason: ReasonForced}
+		return Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonForced}
 	}
 	if forceRequested(obj.Annotations) {
-		if secret.Annotations[AnnotationForcedBy] != obj.ResourceVersion {
-			return Action{Type: WriteKubeconfig, Reason: ReasonForced, ForcedBy: obj.ResourceVersion}
+		if secret.Annotations[v1alpha1.AnnotationForcedBy] != obj.ResourceVersion {
+			return Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonForced, ForcedBy: obj.ResourceVersion}
 		}
 		return Action{Type: RemoveForceAnnotation}
 	}
 	rotateAt := cfg.Schedule.RotateAt(obj.UID, RotationTime(written.lastSync, written.expiresAt, cfg))
 	if !o.Now.Before(rotateAt) {
-		return Action{Type: WriteKubeconfig, Reason: ReasonRotated}
+		return Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRotated}
 	}
 	if len(o.Stale) > 0 {
 		return Action{Type: DeleteSecret, SecretName: o.Stale[0].Name}
@@ -220,7 +206,7 @@ func nextDeletionAction(o Observed) Action {
 // from want, and otherwise None until requeue.
 func statusOr(o Observed, want *Status, requeue time.Duration) Action {
 	s := o.Object.Status
-	c := meta.FindStatusCondition(s.Conditions, ConditionReady)
+	c := meta.FindStatusCondition(s.Conditions, v1alpha1.KubeconfigConditionReady)
 	if s.State == want.State && s.ObservedGeneration == want.ObservedGeneration &&
 		timesEqual(s.LastSyncTime, want.LastSyncTime) && timesEqual(s.ExpirationTime, want.ExpirationTime) &&
 		c != nil && c.Reason == want.Reason && c.Message == want.Message {
@@ -252,13 +238,13 @@ const (
 )
 
 func ownership(obj *v1alpha1.GardenerClusterKubeconfig, s *corev1.Secret) ownershipKind {
-	if s.Labels[LabelClusterName] != obj.Name {
+	if s.Labels[v1alpha1.LabelClusterName] != obj.Name {
 		return foreign
 	}
-	switch s.Labels[LabelManagedBy] {
-	case ManagedBy:
+	switch s.Labels[v1alpha1.LabelManagedBy] {
+	case v1alpha1.ManagedByClustergate:
 		return owned
-	case KymaManagedBy:
+	case v1alpha1.ManagedByKyma:
 		return adoptable
 	}
 	return foreign
@@ -275,25 +261,25 @@ type written struct {
 // its record missing.
 func readWritten(s *corev1.Secret, key string) (written, bool) {
 	data := s.Data[key]
-	if len(data) == 0 || s.Annotations[AnnotationChecksum] != Checksum(data) {
+	if len(data) == 0 || s.Annotations[v1alpha1.AnnotationChecksum] != Checksum(data) {
 		return written{}, false
 	}
 	if _, err := clientcmd.Load(data); err != nil {
 		return written{}, false
 	}
-	lastSync, err1 := time.Parse(time.RFC3339, s.Annotations[AnnotationLastSync])
-	expiresAt, err2 := time.Parse(time.RFC3339, s.Annotations[AnnotationExpiresAt])
+	lastSync, err1 := time.Parse(time.RFC3339, s.Annotations[v1alpha1.AnnotationLastSync])
+	expiresAt, err2 := time.Parse(time.RFC3339, s.Annotations[v1alpha1.AnnotationExpiresAt])
 	if err1 != nil || err2 != nil || !expiresAt.After(lastSync) {
 		return written{}, false
 	}
-	reason := s.Annotations[AnnotationReason]
+	reason := s.Annotations[v1alpha1.AnnotationReason]
 	if reason == "" {
-		reason = ReasonCreated
+		reason = v1alpha1.KubeconfigReasonCreated
 	}
 	return written{lastSync: lastSync, expiresAt: expiresAt, reason: reason}, true
 }
 
-// Checksum is the value of AnnotationChecksum for a kubeconfig.
+// Checksum is the value of v1alpha1.AnnotationChecksum for a kubeconfig.
 func Checksum(kubeconfig []byte) string {
 	sum := sha256.Sum256(kubeconfig)
 	return hex.EncodeToString(sum[:])
@@ -308,20 +294,20 @@ func SecretLabels(obj *v1alpha1.GardenerClusterKubeconfig) map[string]string {
 		labels = map[string]string{}
 	}
 	delete(labels, credentials.LabelClusterTarget)
-	labels[LabelManagedBy] = ManagedBy
-	labels[LabelClusterName] = obj.Name
+	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByClustergate
+	labels[v1alpha1.LabelClusterName] = obj.Name
 	return labels
 }
 
 func forceRequested(annotations map[string]string) bool {
-	_, long := annotations[AnnotationForceRotation]
-	_, short := annotations[AnnotationForceRotationShort]
+	_, long := annotations[v1alpha1.AnnotationForceRotation]
+	_, short := annotations[v1alpha1.AnnotationForceRotationShort]
 	return long || short
 }
 
 func hasFinalizer(obj *v1alpha1.GardenerClusterKubeconfig) bool {
 	for _, f := range obj.Finalizers {
-		if f == Finalizer {
+		if f == v1alpha1.KubeconfigFinalizer {
 			return true
 		}
 	}

@@ -11,7 +11,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -23,7 +25,7 @@ current-context: c
 `
 
 var (
-	cfg = Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute}
+	cfg = Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute, GardenerRetry: 5 * time.Minute}
 	// synced is when the test Secret's kubeconfig was written; it is valid 24h.
 	synced = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 )
@@ -31,7 +33,7 @@ var (
 func object(mutate ...func(*v1alpha1.GardenerClusterKubeconfig)) *v1alpha1.GardenerClusterKubeconfig {
 	o := &v1alpha1.GardenerClusterKubeconfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "c-123", Namespace: "kcp", UID: "uid-1", ResourceVersion: "7", Generation: 1,
-			Labels: map[string]string{"kyma-project.io/runtime-id": "r-1"}, Finalizers: []string{Finalizer}},
+			Labels: map[string]string{"kyma-project.io/runtime-id": "r-1"}, Finalizers: []string{v1alpha1.KubeconfigFinalizer}},
 		Spec: v1alpha1.GardenerClusterKubeconfigSpec{
 			Shoot:      v1alpha1.ShootReference{Name: "c-123"},
 			Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Name: "kubeconfig-c-123", Namespace: "kcp", Key: "config"}},
@@ -46,12 +48,12 @@ func object(mutate ...func(*v1alpha1.GardenerClusterKubeconfig)) *v1alpha1.Garde
 func secret(mutate ...func(*corev1.Secret)) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-c-123", Namespace: "kcp",
-			Labels: map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-123", "kyma-project.io/runtime-id": "r-1"},
+			Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-123", "kyma-project.io/runtime-id": "r-1"},
 			Annotations: map[string]string{
-				AnnotationLastSync:  synced.Format(time.RFC3339),
-				AnnotationExpiresAt: synced.Add(24 * time.Hour).Format(time.RFC3339),
-				AnnotationChecksum:  Checksum([]byte(testKubeconfig)),
-				AnnotationReason:    ReasonCreated,
+				v1alpha1.AnnotationLastSync:  synced.Format(time.RFC3339),
+				v1alpha1.AnnotationExpiresAt: synced.Add(24 * time.Hour).Format(time.RFC3339),
+				v1alpha1.AnnotationChecksum:  Checksum([]byte(testKubeconfig)),
+				v1alpha1.AnnotationReason:    v1alpha1.KubeconfigReasonCreated,
 			}},
 		Data: map[string][]byte{"config": []byte(testKubeconfig)},
 	}
@@ -66,8 +68,8 @@ func ready(o *v1alpha1.GardenerClusterKubeconfig) {
 	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
 	o.Status = v1alpha1.GardenerClusterKubeconfigStatus{State: v1alpha1.KubeconfigStateReady, LastSyncTime: &lastSync,
 		ExpirationTime: &expires, ObservedGeneration: 1}
-	meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue,
-		Reason: ReasonCreated, Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"})
+	meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.KubeconfigReasonCreated, Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"})
 }
 
 func TestNextAction(t *testing.T) {
@@ -78,6 +80,13 @@ func TestNextAction(t *testing.T) {
 		o.DeletionTimestamp = &now
 	}
 	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
+	failed := func(reason gardener.Reason, ago time.Duration, count int) *controllerutil.Failure {
+		return &controllerutil.Failure{Reason: string(reason), Message: "requesting a kubeconfig: " + string(reason),
+			At: clock.Now().Add(-ago), Count: count}
+	}
+	failedStatus := func(reason gardener.Reason) *Status {
+		return &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason), Message: "requesting a kubeconfig: " + string(reason), ObservedGeneration: 1}
+	}
 
 	tests := []struct {
 		name   string
@@ -90,45 +99,60 @@ func TestNextAction(t *testing.T) {
 			expect: Action{Type: AddFinalizer}},
 		{name: "no Secret: create it",
 			obs:    Observed{Object: object()},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonCreated, Create: true}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonCreated, Create: true}},
+		{name: "Gardener failed a moment ago: the failure is the status, retried in a second",
+			obs:    Observed{Object: object(), Failure: failed(gardener.GardenerUnavailable, 0, 1)},
+			expect: Action{Type: UpdateStatus, RequeueAfter: time.Second, Status: failedStatus(gardener.GardenerUnavailable)}},
+		{name: "Gardener failed five times in a row: backs off",
+			obs:    Observed{Object: object(), Failure: failed(gardener.GardenerUnavailable, 6*time.Second, 5)},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 10 * time.Second, Status: failedStatus(gardener.GardenerUnavailable)}},
+		{name: "Gardener failed, retry due: ask again",
+			obs:    Observed{Object: object(), Failure: failed(gardener.GardenerUnavailable, 2*time.Second, 1)},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonCreated, Create: true}},
+		{name: "shoot not found: looked for again after GardenerRetry",
+			obs:    Observed{Object: object(), Failure: failed(gardener.ShootNotFound, time.Minute, 1)},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 4 * time.Minute, Status: failedStatus(gardener.ShootNotFound)}},
+		{name: "a failure does not hold up anything but the write",
+			obs:    Observed{Object: object(func(o *v1alpha1.GardenerClusterKubeconfig) { o.Finalizers = nil }), Failure: failed(gardener.Forbidden, 0, 1)},
+			expect: Action{Type: AddFinalizer}},
 		{name: "Secret deleted after it was synced: repair",
 			obs:    Observed{Object: object(ready)},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired, Create: true}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired, Create: true}},
 		{name: "fresh Secret, stale status: write status",
 			obs: Observed{Object: object(), Secret: secret()},
 			expect: Action{Type: UpdateStatus, RequeueAfter: rotateAt.Sub(clock.Now()), Status: &Status{
-				State: v1alpha1.KubeconfigStateReady, Reason: ReasonCreated, LastSyncTime: &lastSync, ExpirationTime: &expires, ObservedGeneration: 1,
+				State: v1alpha1.KubeconfigStateReady, Reason: v1alpha1.KubeconfigReasonCreated, LastSyncTime: &lastSync, ExpirationTime: &expires, ObservedGeneration: 1,
 				Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"}}},
 		{name: "all in order: nothing until the rotation is due",
 			obs:    Observed{Object: object(ready), Secret: secret()},
 			expect: Action{Type: None, RequeueAfter: rotateAt.Sub(clock.Now())}},
 		{name: "rotation due",
 			obs: Observed{Object: object(ready), Secret: secret()}, now: rotateAt,
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRotated}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRotated}},
 		{name: "a second before the rotation: nothing",
 			obs: Observed{Object: object(ready), Secret: secret()}, now: rotateAt.Add(-time.Second),
 			expect: Action{Type: None, RequeueAfter: time.Second}},
 		{name: "kubeconfig edited: repair",
 			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Data["config"] = []byte("edited") })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired}},
 		{name: "kubeconfig removed from the Secret: repair",
 			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Data, "config") })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired}},
 		{name: "expiry record lost: repair",
-			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Annotations, AnnotationExpiresAt) })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonRepaired}},
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { delete(s.Annotations, v1alpha1.AnnotationExpiresAt) })},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRepaired}},
 		{name: "force on the Secret",
-			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Annotations[AnnotationForceRotation] = "true" })},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonForced}},
+			obs:    Observed{Object: object(ready), Secret: secret(func(s *corev1.Secret) { s.Annotations[v1alpha1.AnnotationForceRotation] = "true" })},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonForced}},
 		{name: "force on the object",
 			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) {
-				o.Annotations = map[string]string{AnnotationForceRotationShort: "true"}
+				o.Annotations = map[string]string{v1alpha1.AnnotationForceRotationShort: "true"}
 			}), Secret: secret()},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonForced, ForcedBy: "7"}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonForced, ForcedBy: "7"}},
 		{name: "force on the object honoured: remove the annotation",
 			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) {
-				o.Annotations = map[string]string{AnnotationForceRotation: "true"}
-			}), Secret: secret(func(s *corev1.Secret) { s.Annotations[AnnotationForcedBy] = "7" })},
+				o.Annotations = map[string]string{v1alpha1.AnnotationForceRotation: "true"}
+			}), Secret: secret(func(s *corev1.Secret) { s.Annotations[v1alpha1.AnnotationForcedBy] = "7" })},
 			expect: Action{Type: RemoveForceAnnotation}},
 		{name: "object label added: copy it to the Secret without a new kubeconfig",
 			obs: Observed{Object: object(ready, func(o *v1alpha1.GardenerClusterKubeconfig) { o.Labels["team"] = "a" }),
@@ -137,19 +161,19 @@ func TestNextAction(t *testing.T) {
 		{name: "foreign Secret: conflict, left untouched",
 			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels = nil })},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 5 * time.Minute, Status: &Status{
-				State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, ObservedGeneration: 1,
+				State: v1alpha1.KubeconfigStateError, Reason: v1alpha1.KubeconfigReasonSecretConflict, ObservedGeneration: 1,
 				Message: "Secret kcp/kubeconfig-c-123 exists and is not managed by this object; it is left untouched"}}},
 		{name: "Secret of another clustergate object: conflict",
-			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels[LabelClusterName] = "other" })},
+			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) { s.Labels[v1alpha1.LabelClusterName] = "other" })},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 5 * time.Minute, Status: &Status{
-				State: v1alpha1.KubeconfigStateError, Reason: ReasonSecretConflict, ObservedGeneration: 1,
+				State: v1alpha1.KubeconfigStateError, Reason: v1alpha1.KubeconfigReasonSecretConflict, ObservedGeneration: 1,
 				Message: "Secret kcp/kubeconfig-c-123 exists and is not managed by this object; it is left untouched"}}},
 		{name: "Kyma's Secret for the same object: adopt",
 			obs: Observed{Object: object(), Secret: secret(func(s *corev1.Secret) {
-				s.Labels[LabelManagedBy] = KymaManagedBy
-				s.Annotations = map[string]string{AnnotationLastSync: "2026-11-29T00:00:00Z"}
+				s.Labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByKyma
+				s.Annotations = map[string]string{v1alpha1.AnnotationLastSync: "2026-11-29T00:00:00Z"}
 			})},
-			expect: Action{Type: WriteKubeconfig, Reason: ReasonAdopted}},
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonAdopted}},
 		{name: "Secret moved: the old one is deleted",
 			obs:    Observed{Object: object(ready), Secret: secret(), Stale: []*corev1.Secret{secret(func(s *corev1.Secret) { s.Name = "old" })}},
 			expect: Action{Type: DeleteSecret, SecretName: "old"}},
@@ -186,16 +210,16 @@ func TestSecretLabels(t *testing.T) {
 		labels map[string]string
 		want   map[string]string
 	}{
-		{name: "no labels", want: map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+		{name: "no labels", want: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "the object's labels are copied",
 			labels: map[string]string{"kyma-project.io/runtime-id": "c-1"},
-			want:   map[string]string{"kyma-project.io/runtime-id": "c-1", LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+			want:   map[string]string{"kyma-project.io/runtime-id": "c-1", v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "but never the mark of a cluster target",
 			labels: map[string]string{credentials.LabelClusterTarget: "true"},
-			want:   map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+			want:   map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "and managed-by is the server's",
-			labels: map[string]string{LabelManagedBy: "someone"},
-			want:   map[string]string{LabelManagedBy: ManagedBy, LabelClusterName: "c-1"}},
+			labels: map[string]string{v1alpha1.LabelManagedBy: "someone"},
+			want:   map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

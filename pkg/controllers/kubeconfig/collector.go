@@ -9,6 +9,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	listers "github.com/clustergate/clustergate/pkg/generated/listers/clustergate/v1alpha1"
 )
 
@@ -81,7 +82,7 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 		if state == "" {
 			state = statePending
 		}
-		if cond := meta.FindStatusCondition(obj.Status.Conditions, ConditionReady); cond != nil {
+		if cond := meta.FindStatusCondition(obj.Status.Conditions, v1alpha1.KubeconfigConditionReady); cond != nil {
 			reason = cond.Reason
 		}
 		byState[[2]string{state, reason}]++

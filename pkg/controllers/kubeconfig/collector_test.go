@@ -23,11 +23,11 @@ func TestCollector(t *testing.T) {
 		obj := &v1alpha1.GardenerClusterKubeconfig{ObjectMeta: metav1.ObjectMeta{Namespace: "kcp", Name: name, UID: types.UID("uid-" + name)},
 			Status: v1alpha1.GardenerClusterKubeconfigStatus{State: state, LastSyncTime: lastSync, ExpirationTime: expires}}
 		if reason != "" {
-			obj.Status.Conditions = []metav1.Condition{{Type: ConditionReady, Reason: reason}}
+			obj.Status.Conditions = []metav1.Condition{{Type: v1alpha1.KubeconfigConditionReady, Reason: reason}}
 		}
 		return obj
 	}
-	deleting := object("deleting", v1alpha1.KubeconfigStateReady, ReasonRotated, at(-30*time.Hour), at(-2*time.Hour))
+	deleting := object("deleting", v1alpha1.KubeconfigStateReady, v1alpha1.KubeconfigReasonRotated, at(-30*time.Hour), at(-2*time.Hour))
 	deleting.DeletionTimestamp = at(-time.Minute)
 	// Rotation is due after 60% of the validity; no spread, so the due
 	// times are exact.
@@ -40,16 +40,16 @@ func TestCollector(t *testing.T) {
 		want    string
 	}{
 		{name: "cache not synced: nothing, not zeros", synced: false,
-			objects: []*v1alpha1.GardenerClusterKubeconfig{object("fresh", v1alpha1.KubeconfigStateReady, ReasonCreated, at(-time.Hour), at(23*time.Hour))}},
+			objects: []*v1alpha1.GardenerClusterKubeconfig{object("fresh", v1alpha1.KubeconfigStateReady, v1alpha1.KubeconfigReasonCreated, at(-time.Hour), at(23*time.Hour))}},
 		{name: "no objects", synced: true, want: `
 clustergate_kubeconfigs_expired 0
 clustergate_kubeconfigs_rotation_overdue 0
 `},
 		{name: "a fleet", synced: true, objects: []*v1alpha1.GardenerClusterKubeconfig{
 			// Due in 4.4 h.
-			object("fresh", v1alpha1.KubeconfigStateReady, ReasonCreated, at(-10*time.Hour), at(14*time.Hour)),
+			object("fresh", v1alpha1.KubeconfigStateReady, v1alpha1.KubeconfigReasonCreated, at(-10*time.Hour), at(14*time.Hour)),
 			// Was due 5.6 h ago.
-			object("overdue", v1alpha1.KubeconfigStateReady, ReasonRotated, at(-20*time.Hour), at(4*time.Hour)),
+			object("overdue", v1alpha1.KubeconfigStateReady, v1alpha1.KubeconfigReasonRotated, at(-20*time.Hour), at(4*time.Hour)),
 			// Expired an hour ago, and Gardener does not answer.
 			object("expired", v1alpha1.KubeconfigStateError, "GardenerUnavailable", at(-25*time.Hour), at(-time.Hour)),
 			object("new", "", "", nil, nil),

@@ -2,7 +2,6 @@ package kubeconfig
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,16 +65,17 @@ type Controller struct {
 	// pending remembers, per object, the kubeconfig this replica wrote last
 	// until the Secret cache shows it: a pass that sees an older Secret must
 	// not ask Gardener again.
-	pendingMu  sync.Mutex
-	pending    map[types.NamespacedName]pendingWrite
-	shootRetry time.Duration
+	pendingMu sync.Mutex
+	pending   map[types.NamespacedName]pendingWrite
+	// failures are Gardener's failed requests, observed by the next pass.
+	failures *controllerutil.Failures
 }
 
 // ManagedSecretSelector selects the Secrets the controller manages; its
 // Secret informer watches only those, so that the cache does not hold every
 // Secret of a control plane with 100,000 clusters.
 func ManagedSecretSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate})
 }
 
 // New returns a controller over the given informers. The Secret informer
@@ -85,11 +85,11 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, gardener: g, clock: clk, recorder: recorder,
-		objects:    objects.Lister(),
-		secrets:    secrets.Lister(),
-		hasSynced:  []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
-		shootRetry: 5 * time.Minute,
-		pending:    map[types.NamespacedName]pendingWrite{},
+		objects:   objects.Lister(),
+		secrets:   secrets.Lister(),
+		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
+		pending:   map[types.NamespacedName]pendingWrite{},
+		failures:  controllerutil.NewFailures(),
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
 	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)
@@ -99,10 +99,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 		// edited Secrets are repaired at once.
 		controllerutil.InformerHandler{Informer: secrets.Informer(), Handler: c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
 			s, ok := obj.(*corev1.Secret)
-			if !ok || s.Labels[LabelClusterName] == "" {
+			if !ok || s.Labels[v1alpha1.LabelClusterName] == "" {
 				return types.NamespacedName{}, false
 			}
-			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[LabelClusterName]}, true
+			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[v1alpha1.LabelClusterName]}, true
 		})})
 	if err != nil {
 		return nil, err
@@ -133,20 +133,26 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 }
 
 // syncGardener performs a pass that asks Gardener for a kubeconfig, if the
-// object still needs one; any other next action goes back to the main queue.
+// object still needs one. The main queue decides everything else: whatever
+// changed the object's next action since it was handed over reached the main
+// queue as an event, and the write's outcome reaches it when done.
 func (c *Controller) syncGardener(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
 	observed, action, err := c.next(ctx, key)
-	if observed.Object == nil || err != nil {
+	if observed.Object == nil || err != nil || action.Type != WriteKubeconfig {
 		return controllerutil.Result{}, err
-	}
-	if action.Type != WriteKubeconfig {
-		c.queue.Add(key)
-		return controllerutil.Result{}, nil
 	}
 	if c.cacheBehind(key, observed.Secret) {
 		return controllerutil.Result{RequeueAfter: time.Second}, nil
 	}
-	return controllerutil.Result{}, c.perform(ctx, observed, action)
+	if err := c.perform(ctx, observed, action); err != nil {
+		return controllerutil.Result{}, err
+	}
+	// A failure is observed state no informer reports: the main queue
+	// looks at it now. A written Secret reaches it as an event anyway.
+	if _, failed := c.failures.Get(observed.Object.UID); failed {
+		c.queue.Add(key)
+	}
+	return controllerutil.Result{}, nil
 }
 
 // pendingWrite is a kubeconfig written but not yet seen in the cache.
@@ -168,7 +174,7 @@ func (c *Controller) cacheBehind(key types.NamespacedName, secret *corev1.Secret
 	if !ok {
 		return false
 	}
-	if (secret != nil && secret.Annotations[AnnotationChecksum] == p.checksum) || c.clock.Since(p.at) > pendingTimeout {
+	if (secret != nil && secret.Annotations[v1alpha1.AnnotationChecksum] == p.checksum) || c.clock.Since(p.at) > pendingTimeout {
 		delete(c.pending, key)
 		return false
 	}
@@ -203,6 +209,9 @@ func (c *Controller) next(ctx context.Context, key types.NamespacedName) (Observ
 // it: it may be someone else's.
 func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig) (Observed, error) {
 	o := Observed{Object: obj, Now: c.clock.Now()}
+	if f, ok := c.failures.Get(obj.UID); ok {
+		o.Failure = &f
+	}
 	ref := obj.Spec.Kubeconfig.Secret
 	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
 	if apierrors.IsNotFound(err) {
@@ -215,7 +224,7 @@ func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterK
 	default:
 		o.Secret = secret
 	}
-	managed, err := c.secrets.Secrets(obj.Namespace).List(labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy, LabelClusterName: obj.Name}))
+	managed, err := c.secrets.Secrets(obj.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: obj.Name}))
 	if err != nil {
 		return o, err
 	}
@@ -235,19 +244,20 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		return nil
 	case AddFinalizer:
 		patched := obj.DeepCopy()
-		patched.Finalizers = append(patched.Finalizers, Finalizer)
+		patched.Finalizers = append(patched.Finalizers, v1alpha1.KubeconfigFinalizer)
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	case RemoveFinalizer:
 		patched := obj.DeepCopy()
-		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == Finalizer })
+		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == v1alpha1.KubeconfigFinalizer })
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		c.opts.Schedule.Forget(obj.UID)
+		c.failures.Forget(obj.UID)
 		return controllerutil.IgnoreNotFound(err)
 	case RemoveForceAnnotation:
 		patched := obj.DeepCopy()
-		delete(patched.Annotations, AnnotationForceRotation)
-		delete(patched.Annotations, AnnotationForceRotationShort)
+		delete(patched.Annotations, v1alpha1.AnnotationForceRotation)
+		delete(patched.Annotations, v1alpha1.AnnotationForceRotationShort)
 		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	case DeleteSecret:
@@ -271,7 +281,8 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 
 // writeKubeconfig asks Gardener for a kubeconfig and writes the Secret in one
 // create or update, so the Secret never holds a partial or empty kubeconfig.
-// When Gardener fails, the failure goes to the object's status instead.
+// When Gardener fails, nothing is written: the failure is remembered for the
+// next pass, which reports it and decides when to ask again.
 func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
 	obj := o.Object
 	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
@@ -280,15 +291,8 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		writeFailures.WithLabelValues(string(reason)).Inc()
 		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
 			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
-		statusErr := c.applyStatus(ctx, obj, &Status{State: v1alpha1.KubeconfigStateError, Reason: string(reason),
-			Message:      fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err),
-			LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime, ObservedGeneration: obj.Generation})
-		if reason == gardener.ShootNotFound {
-			// A shoot that does not exist yet is looked for again slowly.
-			c.queue.AddAfter(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, c.shootRetry)
-			return statusErr
-		}
-		return errors.Join(err, statusErr)
+		c.failures.Record(obj.UID, string(reason), fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err), c.clock.Now())
+		return nil
 	}
 
 	now := c.clock.Now().UTC()
@@ -304,16 +308,16 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		s.Annotations = map[string]string{}
 	}
 	maps.Copy(s.Labels, SecretLabels(obj))
-	delete(s.Annotations, AnnotationForceRotation)
-	delete(s.Annotations, AnnotationForceRotationShort)
+	delete(s.Annotations, v1alpha1.AnnotationForceRotation)
+	delete(s.Annotations, v1alpha1.AnnotationForceRotationShort)
 	maps.Copy(s.Annotations, map[string]string{
-		AnnotationLastSync:  now.Format(time.RFC3339),
-		AnnotationExpiresAt: kc.ExpiresAt.UTC().Format(time.RFC3339),
-		AnnotationChecksum:  Checksum(kc.Data),
-		AnnotationReason:    a.Reason,
+		v1alpha1.AnnotationLastSync:  now.Format(time.RFC3339),
+		v1alpha1.AnnotationExpiresAt: kc.ExpiresAt.UTC().Format(time.RFC3339),
+		v1alpha1.AnnotationChecksum:  Checksum(kc.Data),
+		v1alpha1.AnnotationReason:    a.Reason,
 	})
 	if a.ForcedBy != "" {
-		s.Annotations[AnnotationForcedBy] = a.ForcedBy
+		s.Annotations[v1alpha1.AnnotationForcedBy] = a.ForcedBy
 	}
 	s.Data = map[string][]byte{ref.Key: kc.Data}
 
@@ -328,6 +332,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		return err
 	}
 	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
+	c.failures.Forget(obj.UID)
 	writes.WithLabelValues(a.Reason).Inc()
 	c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, a.Reason, "WriteKubeconfig",
 		"Wrote a kubeconfig valid until %s to Secret %s", kc.ExpiresAt.UTC().Format(time.RFC3339), ref.Name)
@@ -341,7 +346,7 @@ func (c *Controller) applyStatus(ctx context.Context, obj *v1alpha1.GardenerClus
 		conditionStatus = metav1.ConditionTrue
 	}
 	status := applyv1alpha1.GardenerClusterKubeconfigStatus().WithState(s.State).WithObservedGeneration(s.ObservedGeneration).
-		WithConditions(controllerutil.ApplyConditions(obj.Status.Conditions, metav1.Condition{Type: ConditionReady, Status: conditionStatus,
+		WithConditions(controllerutil.ApplyConditions(obj.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady, Status: conditionStatus,
 			Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})...)
 	if s.LastSyncTime != nil {
 		status.WithLastSyncTime(*s.LastSyncTime)

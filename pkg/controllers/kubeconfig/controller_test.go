@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,7 +16,7 @@ import (
 func TestCacheBehind(t *testing.T) {
 	key := types.NamespacedName{Namespace: "kcp", Name: "c-123"}
 	withChecksum := func(sum string) *corev1.Secret {
-		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationChecksum: sum}}}
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationChecksum: sum}}}
 	}
 	tests := []struct {
 		name    string

@@ -4,6 +4,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
@@ -32,7 +33,7 @@ func init() {
 	legacyregistry.MustRegister(writes, writeFailures)
 	// Every series exists from the start at zero, so that increase() counts
 	// the first write or failure of each reason too.
-	for _, r := range []string{ReasonCreated, ReasonRotated, ReasonForced, ReasonRepaired, ReasonAdopted} {
+	for _, r := range []string{v1alpha1.KubeconfigReasonCreated, v1alpha1.KubeconfigReasonRotated, v1alpha1.KubeconfigReasonForced, v1alpha1.KubeconfigReasonRepaired, v1alpha1.KubeconfigReasonAdopted} {
 		writes.WithLabelValues(r)
 	}
 	for _, r := range []gardener.Reason{gardener.ShootNotFound, gardener.Forbidden, gardener.ShootNotReady, gardener.GardenerUnavailable, ReasonSecretWriteFailed} {

@@ -22,46 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
-)
-
-// Names on the objects the controller keeps for a session.
-const (
-	// Finalizer holds a deleted Session until its credentials, CSR and
-	// policy are gone.
-	Finalizer = "clustergate.dev/session-cleanup"
-	// LabelSessionName and LabelSessionNamespace mark a session's
-	// credentials Secret and policy.
-	LabelSessionName      = "clustergate.dev/session-name"
-	LabelSessionNamespace = "clustergate.dev/session-namespace"
-)
-
-// Condition types of a Session.
-const (
-	ConditionCredentialsReady         = v1alpha1.SessionConditionCredentialsReady
-	ConditionAuthorizationPolicyReady = v1alpha1.SessionConditionAuthorizationPolicyReady
-	ConditionReady                    = v1alpha1.SessionConditionReady
-)
-
-// Reasons of the conditions.
-const (
-	ReasonMinted             = "Minted"
-	ReasonMinting            = "Minting"
-	ReasonTargetNotFound     = "TargetNotFound"
-	ReasonTargetNotMarked    = "TargetNotMarked"
-	ReasonTargetUnreachable  = "TargetUnreachable"
-	ReasonTargetForbidden    = "TargetForbidden"
-	ReasonTargetInsecure     = "TargetInsecure"
-	ReasonAccessLevelInvalid = "AccessLevelUnsupported"
-	ReasonCSRPending         = "CSRPending"
-	ReasonCSRDenied          = "CSRDenied"
-	ReasonCSRFailed          = "CSRFailed"
-	ReasonCertificateInvalid = "CertificateInvalid"
-	ReasonPolicyApplied      = "PolicyApplied"
-	ReasonPolicyDisabled     = "PolicyDisabled"
-	ReasonIstioNotInstalled  = "IstioNotInstalled"
-	ReasonPolicyConflict     = "PolicyConflict"
-	ReasonCredentialsPending = "CredentialsNotReady"
 )
 
 // ActionType names what a pass does.
@@ -120,6 +82,9 @@ type Observed struct {
 	CSR *certificatesv1.CertificateSigningRequest
 	// Target is set when the target could not be used.
 	Target *TargetProblem
+	// MintFailure is the last failed attempt to mint a shoot target's
+	// credentials, until one succeeds.
+	MintFailure *controllerutil.Failure
 	// Policy is the session's AuthorizationPolicy.
 	Policy PolicyState
 	Now    time.Time
@@ -143,7 +108,7 @@ func NextAction(o Observed, cfg Config) Action {
 	if expiresAt != nil && !o.Now.Before(expiresAt.Time) {
 		return Action{Type: DeleteSession}
 	}
-	if !slices.Contains(s.Finalizers, Finalizer) {
+	if !slices.Contains(s.Finalizers, v1alpha1.SessionFinalizer) {
 		return Action{Type: AddFinalizer}
 	}
 	untilExpiry := time.Duration(0)
@@ -177,7 +142,7 @@ func soonest(a, b time.Duration) time.Duration {
 // (None meaning: wait, with the condition saying why).
 func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Action) {
 	cond := func(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: ConditionCredentialsReady, Status: status, Reason: reason, Message: msg}
+		return metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: status, Reason: reason, Message: msg}
 	}
 	wait := func(after time.Duration) *Action { return &Action{Type: None, RequeueAfter: after} }
 	s, secret := o.Session, o.Credentials
@@ -185,17 +150,22 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 	if secret != nil && len(secret.Data[credentials.KeyKubeconfig]) > 0 {
 		server, _, err := credentials.TargetCluster(secret.Data[credentials.KeyKubeconfig])
 		if err != nil {
-			return cond(metav1.ConditionFalse, ReasonCertificateInvalid, "the stored credentials cannot be read: "+err.Error()), "", wait(cfg.RetryAfter)
+			return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCertificateInvalid, "the stored credentials cannot be read: "+err.Error()), "", wait(cfg.RetryAfter)
 		}
-		return cond(metav1.ConditionTrue, ReasonMinted, "credentials minted and kept by the server"), server, nil
+		return cond(metav1.ConditionTrue, v1alpha1.SessionReasonMinted, "credentials minted and kept by the server"), server, nil
 	}
 	if o.Target != nil {
 		return cond(metav1.ConditionFalse, o.Target.Reason, o.Target.Message), "", wait(cfg.RetryAfter)
 	}
 	if s.Spec.Target.Shoot != nil {
 		if g := s.Spec.AccessLevel.Group; g != "admin" && g != "viewer" {
-			return cond(metav1.ConditionFalse, ReasonAccessLevelInvalid,
+			return cond(metav1.ConditionFalse, v1alpha1.SessionReasonAccessLevelInvalid,
 				fmt.Sprintf("Gardener issues admin and viewer kubeconfigs only, not %q", g)), "", wait(0)
+		}
+		if f := o.MintFailure; f != nil {
+			if retry := f.RetryAt(time.Second, cfg.RetryAfter); o.Now.Before(retry) {
+				return cond(metav1.ConditionFalse, f.Reason, f.Message), "", wait(retry.Sub(o.Now))
+			}
 		}
 		return metav1.Condition{}, "", &Action{Type: MintShootCredentials}
 	}
@@ -209,35 +179,35 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 	}
 	switch csrState(o.CSR) {
 	case certificatesv1.CertificateDenied:
-		return cond(metav1.ConditionFalse, ReasonCSRDenied, "the target denied the session's certificate signing request"), "", wait(0)
+		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCSRDenied, "the target denied the session's certificate signing request"), "", wait(0)
 	case certificatesv1.CertificateFailed:
-		return cond(metav1.ConditionFalse, ReasonCSRFailed, "the target failed to sign the session's certificate"), "", wait(0)
+		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCSRFailed, "the target failed to sign the session's certificate"), "", wait(0)
 	case "":
 		return metav1.Condition{}, "", &Action{Type: ApproveCSR}
 	}
 	if len(o.CSR.Status.Certificate) == 0 {
-		return cond(metav1.ConditionFalse, ReasonCSRPending,
+		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending,
 			fmt.Sprintf("waiting for signer %s to issue the certificate", o.CSR.Spec.SignerName)), "", wait(cfg.CSRPoll)
 	}
 	if err := CheckCertificate(o.CSR.Status.Certificate, secret.Data[credentials.KeyPrivateKey], s, o.Now); err != nil {
-		return cond(metav1.ConditionFalse, ReasonCertificateInvalid, err.Error()), "", wait(0)
+		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCertificateInvalid, err.Error()), "", wait(0)
 	}
 	return metav1.Condition{}, "", &Action{Type: WriteCertificate}
 }
 
 func policyCondition(p PolicyState) metav1.Condition {
-	c := metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionTrue}
+	c := metav1.Condition{Type: v1alpha1.SessionConditionAuthorizationPolicyReady, Status: metav1.ConditionTrue}
 	switch {
 	case p.Disabled:
-		c.Reason, c.Message = ReasonPolicyDisabled, "the server manages no Istio policies"
+		c.Reason, c.Message = v1alpha1.SessionReasonPolicyDisabled, "the server manages no Istio policies"
 	case p.APIAbsent:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonIstioNotInstalled
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.SessionReasonIstioNotInstalled
 		c.Message = "Istio's AuthorizationPolicy API is not served; the session works through the aggregated proxy only"
 	case p.Exists && !p.Owned:
-		c.Status, c.Reason = metav1.ConditionFalse, ReasonPolicyConflict
+		c.Status, c.Reason = metav1.ConditionFalse, v1alpha1.SessionReasonPolicyConflict
 		c.Message = "an AuthorizationPolicy of the session's name exists and is not the server's; it is left untouched"
 	default:
-		c.Reason, c.Message = ReasonPolicyApplied, "only the owner may use the session's direct path"
+		c.Reason, c.Message = v1alpha1.SessionReasonPolicyApplied, "only the owner may use the session's direct path"
 	}
 	return c
 }
@@ -250,7 +220,7 @@ func nextCleanupAction(o Observed) Action {
 		return Action{Type: DeleteCSR}
 	case o.Policy.Exists && o.Policy.Owned:
 		return Action{Type: DeletePolicy}
-	case slices.Contains(o.Session.Finalizers, Finalizer):
+	case slices.Contains(o.Session.Finalizers, v1alpha1.SessionFinalizer):
 		return Action{Type: RemoveFinalizer}
 	}
 	return Action{Type: None}
@@ -259,7 +229,7 @@ func nextCleanupAction(o Observed) Action {
 // statusOr returns an UpdateStatus action when the conditions or backend
 // URL differ from the session's, and otherwise None until requeue.
 func statusOr(o Observed, creds metav1.Condition, backendURL string, policy metav1.Condition, requeue time.Duration) Action {
-	ready := metav1.Condition{Type: ConditionReady, Status: creds.Status, Reason: creds.Reason, Message: creds.Message}
+	ready := metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: creds.Status, Reason: creds.Reason, Message: creds.Message}
 	if creds.Status == metav1.ConditionTrue {
 		ready.Reason, ready.Message = "SessionReady", "the session's proxy may be used by its owner until it expires"
 	}

@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -41,7 +42,7 @@ func session(mutate ...func(*v1alpha1.Session)) *v1alpha1.Session {
 	expires := metav1.NewTime(created.Add(time.Hour))
 	s := &v1alpha1.Session{
 		ObjectMeta: metav1.ObjectMeta{Name: "fix-etcd", Namespace: "sre", UID: "uid-1", Generation: 1,
-			CreationTimestamp: metav1.NewTime(created), Finalizers: []string{Finalizer}},
+			CreationTimestamp: metav1.NewTime(created), Finalizers: []string{v1alpha1.SessionFinalizer}},
 		Spec: v1alpha1.SessionSpec{
 			TTL:         metav1.Duration{Duration: time.Hour},
 			Owner:       v1alpha1.SessionOwner{Username: "alice"},
@@ -104,15 +105,15 @@ func conditions(credentials, policy, ready metav1.Condition) []metav1.Condition 
 }
 
 var (
-	credsMinted   = metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionTrue, Reason: ReasonMinted, Message: "credentials minted and kept by the server"}
-	policyApplied = metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionTrue, Reason: ReasonPolicyApplied, Message: "only the owner may use the session's direct path"}
-	policyAbsent  = metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionFalse, Reason: ReasonIstioNotInstalled,
+	credsMinted   = metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionTrue, Reason: v1alpha1.SessionReasonMinted, Message: "credentials minted and kept by the server"}
+	policyApplied = metav1.Condition{Type: v1alpha1.SessionConditionAuthorizationPolicyReady, Status: metav1.ConditionTrue, Reason: v1alpha1.SessionReasonPolicyApplied, Message: "only the owner may use the session's direct path"}
+	policyAbsent  = metav1.Condition{Type: v1alpha1.SessionConditionAuthorizationPolicyReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonIstioNotInstalled,
 		Message: "Istio's AuthorizationPolicy API is not served; the session works through the aggregated proxy only"}
-	sessionReady = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "SessionReady", Message: "the session's proxy may be used by its owner until it expires"}
+	sessionReady = metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionTrue, Reason: "SessionReady", Message: "the session's proxy may be used by its owner until it expires"}
 )
 
 func notReady(c metav1.Condition) metav1.Condition {
-	return metav1.Condition{Type: ConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
+	return metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: c.Status, Reason: c.Reason, Message: c.Message}
 }
 
 func TestNextAction(t *testing.T) {
@@ -127,9 +128,13 @@ func TestNextAction(t *testing.T) {
 	expired := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created)
 	minted := credentialsSecret(map[string][]byte{credentials.KeyKubeconfig: []byte(shootKubeconfig)})
 	policy := PolicyState{Exists: true, Owned: true, UpToDate: true}
-	csrPending := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRPending,
+	csrPending := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRPending,
 		Message: "waiting for signer kubernetes.io/kube-apiserver-client to issue the certificate"}
-	targetGone := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"}
+	gardenerDown := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "gardener: connection refused"}
+	failedAt := func(ago time.Duration, count int) *controllerutil.Failure {
+		return &controllerutil.Failure{Reason: gardenerDown.Reason, Message: gardenerDown.Message, At: clock.Now().Add(-ago), Count: count}
+	}
+	targetGone := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"}
 
 	tests := []struct {
 		name   string
@@ -145,11 +150,22 @@ func TestNextAction(t *testing.T) {
 		{name: "shoot target with a group Gardener does not issue",
 			obs: Observed{Session: session(func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "breakglass" })},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: conditions(
-				metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonAccessLevelInvalid,
+				metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
 					Message: `Gardener issues admin and viewer kubeconfigs only, not "breakglass"`},
 				policyApplied,
-				metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonAccessLevelInvalid,
+				metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
 					Message: `Gardener issues admin and viewer kubeconfigs only, not "breakglass"`})}},
+		{name: "shoot target: Gardener failed a moment ago: reported, retried after a second",
+			obs:    Observed{Session: session(), MintFailure: failedAt(0, 1), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: time.Second, Conditions: conditions(gardenerDown, policyApplied, notReady(gardenerDown))}},
+		{name: "shoot target: Gardener failed again: backs off, up to RetryAfter",
+			obs:    Observed{Session: session(), MintFailure: failedAt(10*time.Second, 9), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 20 * time.Second, Conditions: conditions(gardenerDown, policyApplied, notReady(gardenerDown))}},
+		{name: "shoot target: failure reported, retry due: mint again",
+			obs: Observed{Session: session(func(s *v1alpha1.Session) {
+				s.Status.Conditions = conditions(gardenerDown, policyApplied, notReady(gardenerDown))
+			}), MintFailure: failedAt(2*time.Second, 1), Policy: policy},
+			expect: Action{Type: MintShootCredentials}},
 		{name: "credentials minted, no policy yet",
 			obs:    Observed{Session: session(), Credentials: minted},
 			expect: Action{Type: ApplyPolicy}},
@@ -173,8 +189,8 @@ func TestNextAction(t *testing.T) {
 		{name: "someone else's policy of that name: not adopted",
 			obs: Observed{Session: session(), Credentials: minted, Policy: PolicyState{Exists: true}},
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: untilExpiry,
-				Conditions: conditions(credsMinted, metav1.Condition{Type: ConditionAuthorizationPolicyReady, Status: metav1.ConditionFalse,
-					Reason: ReasonPolicyConflict, Message: "an AuthorizationPolicy of the session's name exists and is not the server's; it is left untouched"},
+				Conditions: conditions(credsMinted, metav1.Condition{Type: v1alpha1.SessionConditionAuthorizationPolicyReady, Status: metav1.ConditionFalse,
+					Reason: v1alpha1.SessionReasonPolicyConflict, Message: "an AuthorizationPolicy of the session's name exists and is not the server's; it is left untouched"},
 					sessionReady)}},
 		{name: "expired: delete the session",
 			obs:    Observed{Session: session(), Credentials: minted, Policy: policy, Now: created.Add(time.Hour)},
@@ -196,26 +212,26 @@ func TestNextAction(t *testing.T) {
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(nil, certificatesv1.CertificateDenied), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
-				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRDenied, Message: "the target denied the session's certificate signing request"}
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRDenied, Message: "the target denied the session's certificate signing request"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target: signing failed",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(nil, certificatesv1.CertificateApproved, certificatesv1.CertificateFailed), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
-				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCSRFailed, Message: "the target failed to sign the session's certificate"}
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRFailed, Message: "the target failed to sign the session's certificate"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target refuses the server's identity",
-			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: ReasonTargetForbidden, Message: "csr is forbidden"}, Policy: policy},
+			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: v1alpha1.SessionReasonTargetForbidden, Message: "csr is forbidden"}, Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: func() []metav1.Condition {
-				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonTargetForbidden, Message: "csr is forbidden"}
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetForbidden, Message: "csr is forbidden"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target unreachable",
-			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: ReasonTargetUnreachable, Message: "dial tcp: connection refused"}, Policy: policy},
+			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "dial tcp: connection refused"}, Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: func() []metav1.Condition {
-				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonTargetUnreachable, Message: "dial tcp: connection refused"}
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "dial tcp: connection refused"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target: issued and valid: store it",
@@ -226,7 +242,7 @@ func TestNextAction(t *testing.T) {
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(wrongGroup, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
-				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCertificateInvalid,
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
 					Message: "the issued certificate is for CN=clustergate:session:alice O=[admin], not CN=clustergate:session:alice O=[viewer]"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
@@ -234,12 +250,12 @@ func TestNextAction(t *testing.T) {
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
 				CSR: csr(expired, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
-				c := metav1.Condition{Type: ConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: ReasonCertificateInvalid,
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
 					Message: "the issued certificate is valid from 2026-11-30 09:59:00 +0000 UTC to 2026-11-30 10:00:00 +0000 UTC, not now"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target gone",
-			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: ReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"},
+			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"},
 				Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: conditions(targetGone, policyApplied, notReady(targetGone))}},
 		{name: "deleted: credentials first",
@@ -323,10 +339,10 @@ func TestTargetProblemReasons(t *testing.T) {
 		err  error
 		want string
 	}{
-		{apierrors.NewForbidden(schema.GroupResource{Resource: "certificatesigningrequests"}, "x", errors.New("no")), ReasonTargetForbidden},
-		{apierrors.NewUnauthorized("expired token"), ReasonTargetForbidden},
-		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ReasonTargetUnreachable},
-		{apierrors.NewInternalError(errors.New("etcd")), ReasonTargetUnreachable},
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "certificatesigningrequests"}, "x", errors.New("no")), v1alpha1.SessionReasonTargetForbidden},
+		{apierrors.NewUnauthorized("expired token"), v1alpha1.SessionReasonTargetForbidden},
+		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), v1alpha1.SessionReasonTargetUnreachable},
+		{apierrors.NewInternalError(errors.New("etcd")), v1alpha1.SessionReasonTargetUnreachable},
 	}
 	for _, tt := range tests {
 		if got := targetProblem(tt.err).Reason; got != tt.want {

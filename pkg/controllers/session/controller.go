@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -15,8 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -66,6 +63,8 @@ type Controller struct {
 	secrets   corelisters.SecretLister
 	hasSynced []cache.InformerSynced
 	queue     *controllerutil.Queue
+	// mintFailures are the failed attempts to mint credentials from Gardener.
+	mintFailures *controllerutil.Failures
 	// removeHandlers removes the controller's event handlers from the
 	// shared informers.
 	removeHandlers func()
@@ -76,13 +75,6 @@ type Controller struct {
 	istioChecked time.Time
 }
 
-// CredentialsSelector selects the credentials Secrets of sessions, the only
-// Secrets of the server's namespace the controller caches.
-func CredentialsSelector() labels.Selector {
-	req, _ := labels.NewRequirement(LabelSessionName, selection.Exists, nil)
-	return labels.NewSelector().Add(*req)
-}
-
 // New returns a controller over the given informers. The Secret informer
 // must cover only the server's namespace, restricted with CredentialsSelector.
 // g may be nil when no Gardener project is configured.
@@ -90,9 +82,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 	sessions informers.SessionInformer, secrets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
-		sessions:  sessions.Lister(),
-		secrets:   secrets.Lister(),
-		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
+		sessions:     sessions.Lister(),
+		secrets:      secrets.Lister(),
+		hasSynced:    []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
+		mintFailures: controllerutil.NewFailures(),
 	}
 	c.queue = controllerutil.NewQueue("session-controller", clk, 500*time.Millisecond, time.Minute, c.sync)
 	remove, err := controllerutil.AddHandlers(
@@ -102,7 +95,7 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 			if !ok {
 				return types.NamespacedName{}, false
 			}
-			return types.NamespacedName{Namespace: s.Labels[LabelSessionNamespace], Name: s.Labels[LabelSessionName]}, true
+			return types.NamespacedName{Namespace: s.Labels[credentials.LabelSessionNamespace], Name: s.Labels[credentials.LabelSessionName]}, true
 		})})
 	if err != nil {
 		return nil, err
@@ -152,7 +145,7 @@ type target struct {
 // contacted only while credentials are being minted or cleaned up.
 func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed, *target, error) {
 	o := Observed{Session: s, Now: c.clock.Now()}
-	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(CredentialsName(s))
+	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(credentials.SecretName(s.UID))
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -163,10 +156,18 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 
 	var t *target
 	minting := o.Credentials == nil || len(o.Credentials.Data[credentials.KeyKubeconfig]) == 0
+	if s.Spec.Target.Shoot != nil && minting {
+		if c.gardener == nil {
+			o.Target = &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "the server has no Gardener project (--gardener-project)"}
+		}
+		if f, ok := c.mintFailures.Get(s.UID); ok {
+			o.MintFailure = &f
+		}
+	}
 	if s.Spec.Target.Cluster != nil && (minting || s.DeletionTimestamp != nil) {
 		t, o.Target = c.reachTarget(ctx, s)
 		if t != nil {
-			csr, err := t.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, CSRName(s), metav1.GetOptions{})
+			csr, err := t.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, credentials.CSRName(s.UID), metav1.GetOptions{})
 			switch {
 			case apierrors.IsNotFound(err):
 			case err != nil:
@@ -178,7 +179,7 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 		if o.Target != nil && s.DeletionTimestamp != nil {
 			// A target that is gone or unreachable cannot hold up the
 			// deletion: its CSR expires there on its own.
-			c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Target.Reason, "Cleanup", "CSR %s left on the target: %s", CSRName(s), o.Target.Message)
+			c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Target.Reason, "Cleanup", "CSR %s left on the target: %s", credentials.CSRName(s.UID), o.Target.Message)
 		}
 	}
 
@@ -191,12 +192,12 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 	secret, err := c.kube.CoreV1().Secrets(c.opts.Namespace).Get(ctx, ref, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, &TargetProblem{Reason: ReasonTargetNotFound, Message: fmt.Sprintf("kubeconfig Secret %s/%s not found", c.opts.Namespace, ref)}
+			return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: fmt.Sprintf("kubeconfig Secret %s/%s not found", c.opts.Namespace, ref)}
 		}
 		return nil, targetProblem(err)
 	}
 	if !isClusterTarget(secret) {
-		return nil, &TargetProblem{Reason: ReasonTargetNotMarked, Message: fmt.Sprintf(
+		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotMarked, Message: fmt.Sprintf(
 			"Secret %s/%s is not a cluster target: only a Secret labelled %s=true that holds no credentials the server wrote is one",
 			c.opts.Namespace, ref, credentials.LabelClusterTarget)}
 	}
@@ -206,25 +207,25 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 	}
 	server, ca, err := credentials.TargetCluster(kubeconfig)
 	if err != nil {
-		return nil, &TargetProblem{Reason: ReasonTargetInsecure, Message: fmt.Sprintf("kubeconfig Secret %s: %v", ref, err)}
+		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetInsecure, Message: fmt.Sprintf("kubeconfig Secret %s: %v", ref, err)}
 	}
 	restConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
-		return nil, &TargetProblem{Reason: ReasonTargetNotFound, Message: err.Error()}
+		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: err.Error()}
 	}
 	restConfig.Timeout = 10 * time.Second
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
-		return nil, &TargetProblem{Reason: ReasonTargetNotFound, Message: err.Error()}
+		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: err.Error()}
 	}
 	return &target{kube: kube, server: server, ca: ca}, nil
 }
 
 func targetProblem(err error) *TargetProblem {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return &TargetProblem{Reason: ReasonTargetForbidden, Message: err.Error()}
+		return &TargetProblem{Reason: v1alpha1.SessionReasonTargetForbidden, Message: err.Error()}
 	}
-	return &TargetProblem{Reason: ReasonTargetUnreachable, Message: err.Error()}
+	return &TargetProblem{Reason: v1alpha1.SessionReasonTargetUnreachable, Message: err.Error()}
 }
 
 func (c *Controller) observePolicy(ctx context.Context, s *v1alpha1.Session) (PolicyState, error) {
@@ -269,12 +270,6 @@ func resourcesOrNone(l *metav1.APIResourceList, err error) []metav1.APIResource 
 	return l.APIResources
 }
 
-// CredentialsName is the name of a session's credentials Secret.
-func CredentialsName(s *v1alpha1.Session) string { return credentials.SecretName(s.UID) }
-
-// CSRName is the name of a session's CSR on a cluster target.
-func CSRName(s *v1alpha1.Session) string { return "clustergate-session-" + string(s.UID) }
-
 func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Action) error {
 	s := o.Session
 	sessions := c.client.ClustergateV1alpha1().Sessions(s.Namespace)
@@ -292,12 +287,13 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		return controllerutil.IgnoreNotFound(err)
 	case AddFinalizer:
 		updated := s.DeepCopy()
-		updated.Finalizers = append(updated.Finalizers, Finalizer)
+		updated.Finalizers = append(updated.Finalizers, v1alpha1.SessionFinalizer)
 		_, err := sessions.Update(ctx, updated, update)
 		return err
 	case RemoveFinalizer:
+		c.mintFailures.Forget(s.UID)
 		updated := s.DeepCopy()
-		updated.Finalizers = slices.DeleteFunc(slices.Clone(updated.Finalizers), func(f string) bool { return f == Finalizer })
+		updated.Finalizers = slices.DeleteFunc(slices.Clone(updated.Finalizers), func(f string) bool { return f == v1alpha1.SessionFinalizer })
 		_, err := sessions.Update(ctx, updated, update)
 		return controllerutil.IgnoreNotFound(err)
 	case MintShootCredentials:
@@ -307,7 +303,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		if err != nil {
 			return err
 		}
-		_, err = secrets.Create(ctx, c.credentialsSecret(s, map[string][]byte{credentials.KeyPrivateKey: key}), metav1.CreateOptions{FieldManager: FieldManager})
+		_, err = secrets.Create(ctx, credentials.NewSecret(c.opts.Namespace, s, map[string][]byte{credentials.KeyPrivateKey: key}), metav1.CreateOptions{FieldManager: FieldManager})
 		return err
 	case CreateCSR:
 		return c.createCSR(ctx, o, t)
@@ -328,12 +324,12 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		updated.Data = map[string][]byte{credentials.KeyKubeconfig: kubeconfig}
 		_, err = secrets.Update(ctx, updated, update)
 		if err == nil {
-			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonMinted, "MintCredentials", "Client certificate issued by %s", o.CSR.Spec.SignerName)
+			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "Client certificate issued by %s", o.CSR.Spec.SignerName)
 		}
 		return err
 	case ApplyPolicy:
 		policy := istioapplyv1.AuthorizationPolicy(PolicyName(s), c.opts.Policy.Namespace).
-			WithLabels(PolicyLabels(s)).WithSpec(*DesiredPolicy(s, c.opts.Policy))
+			WithLabels(credentials.Labels(s.Namespace, s.Name)).WithSpec(*DesiredPolicy(s, c.opts.Policy))
 		_, err := c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Apply(ctx, policy,
 			metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		return err
@@ -349,22 +345,12 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 	return fmt.Errorf("unknown action %q", a.Type)
 }
 
-func (c *Controller) credentialsSecret(s *v1alpha1.Session, data map[string][]byte) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: CredentialsName(s), Namespace: c.opts.Namespace, Labels: PolicyLabels(s)},
-		Type:       corev1.SecretTypeOpaque,
-		Data:       data,
-	}
-}
-
 // mintShootCredentials asks Gardener for an admin or viewer kubeconfig that
 // lasts as long as the session (at least Gardener's minimum) and stores it.
-// A failure goes to the session's conditions.
+// A failure is remembered for the next pass, which reports it and decides
+// when to try again.
 func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error {
 	s := o.Session
-	if c.gardener == nil {
-		return c.reportTarget(ctx, o, ReasonTargetNotFound, "the server has no Gardener project (--gardener-project)")
-	}
 	level := gardener.Viewer
 	if s.Spec.AccessLevel.Group == "admin" {
 		level = gardener.Admin
@@ -373,18 +359,23 @@ func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error
 	if s.Status.ExpiresAt != nil {
 		remaining = s.Status.ExpiresAt.Sub(o.Now)
 	}
+	failed := func(reason, msg string) error {
+		c.mintFailures.Record(s.UID, reason, msg, c.clock.Now())
+		c.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "MintCredentials", "%s", msg)
+		return nil
+	}
 	kc, err := c.gardener.RequestKubeconfig(ctx, s.Spec.Target.Shoot.Name, level, remaining)
 	if err != nil {
-		reason := map[gardener.Reason]string{gardener.ShootNotFound: ReasonTargetNotFound, gardener.Forbidden: ReasonTargetForbidden}[gardener.ReasonOf(err)]
+		reason := map[gardener.Reason]string{gardener.ShootNotFound: v1alpha1.SessionReasonTargetNotFound, gardener.Forbidden: v1alpha1.SessionReasonTargetForbidden}[gardener.ReasonOf(err)]
 		if reason == "" {
-			reason = ReasonTargetUnreachable
+			reason = v1alpha1.SessionReasonTargetUnreachable
 		}
-		return errors.Join(err, c.reportTarget(ctx, o, reason, err.Error()))
+		return failed(reason, err.Error())
 	}
 	if _, _, err := credentials.TargetCluster(kc.Data); err != nil {
-		return c.reportTarget(ctx, o, ReasonTargetInsecure, "Gardener's kubeconfig: "+err.Error())
+		return failed(v1alpha1.SessionReasonTargetInsecure, "Gardener's kubeconfig: "+err.Error())
 	}
-	secret := c.credentialsSecret(s, map[string][]byte{credentials.KeyKubeconfig: kc.Data})
+	secret := credentials.NewSecret(c.opts.Namespace, s, map[string][]byte{credentials.KeyKubeconfig: kc.Data})
 	if o.Credentials != nil {
 		secret.ResourceVersion = o.Credentials.ResourceVersion
 		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: FieldManager})
@@ -392,20 +383,10 @@ func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error
 		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager})
 	}
 	if err == nil {
-		c.recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonMinted, "MintCredentials", "%s kubeconfig of shoot %s issued by Gardener", level, s.Spec.Target.Shoot.Name)
+		c.mintFailures.Forget(s.UID)
+		c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "%s kubeconfig of shoot %s issued by Gardener", level, s.Spec.Target.Shoot.Name)
 	}
 	return err
-}
-
-// reportTarget writes a failed CredentialsReady condition.
-func (c *Controller) reportTarget(ctx context.Context, o Observed, reason, msg string) error {
-	o.Target = &TargetProblem{Reason: reason, Message: msg}
-	a := NextAction(o, c.opts.Config)
-	if a.Type != UpdateStatus {
-		return nil
-	}
-	c.recorder.Eventf(o.Session, nil, corev1.EventTypeWarning, reason, "MintCredentials", "%s", msg)
-	return c.applyStatus(ctx, o.Session, a)
 }
 
 func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error {
@@ -416,7 +397,7 @@ func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error
 	}
 	seconds := int32(max(s.Spec.TTL.Duration, gardener.MinExpiration) / time.Second)
 	_, err = t.kube.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
-		ObjectMeta: metav1.ObjectMeta{Name: CSRName(s), Labels: PolicyLabels(s)},
+		ObjectMeta: metav1.ObjectMeta{Name: credentials.CSRName(s.UID), Labels: credentials.Labels(s.Namespace, s.Name)},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           request,
 			SignerName:        s.Spec.Target.Cluster.SignerName,

@@ -88,7 +88,7 @@ func record(o Observed, a Action) {
 }
 
 func isReady(conditions []metav1.Condition) bool {
-	return meta.IsStatusConditionTrue(conditions, ConditionReady)
+	return meta.IsStatusConditionTrue(conditions, v1alpha1.SessionConditionReady)
 }
 
 // What the sessions are like, computed at each scrape from an informer's
@@ -143,7 +143,7 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 			continue
 		}
 		kind := targetKind(s)
-		ready := meta.FindStatusCondition(s.Status.Conditions, ConditionReady)
+		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady)
 		if ready != nil && ready.Status == metav1.ConditionTrue {
 			live[[3]string{s.Spec.AccessLevel.Group, kind, "true"}]++
 			continue

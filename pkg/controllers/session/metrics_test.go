@@ -35,7 +35,7 @@ func metricsSession(name, level string, cluster bool, conditions ...metav1.Condi
 }
 
 func readyCondition(status metav1.ConditionStatus, reason string, since time.Duration) metav1.Condition {
-	return metav1.Condition{Type: ConditionReady, Status: status, Reason: reason, LastTransitionTime: *metricsAt(since)}
+	return metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: status, Reason: reason, LastTransitionTime: *metricsAt(since)}
 }
 
 func TestRecord(t *testing.T) {
@@ -61,12 +61,12 @@ func TestRecord(t *testing.T) {
 			counters: `clustergate_sessions_ended_total{access_level="viewer",reason="expired",target_kind="cluster"} 1`},
 		{name: "deleted before its end", session: deleted(metricsSession("s", "viewer", false), -time.Second), action: Action{Type: RemoveFinalizer},
 			counters: `clustergate_sessions_ended_total{access_level="viewer",reason="revoked",target_kind="shoot"} 1`},
-		{name: "becomes Ready a minute after creation", session: metricsSession("s", "admin", true, readyCondition(metav1.ConditionFalse, ReasonCSRPending, 0)),
+		{name: "becomes Ready a minute after creation", session: metricsSession("s", "admin", true, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending, 0)),
 			action: Action{Type: UpdateStatus, Conditions: ready}, readyKind: targetKindCluster, readySeconds: 60},
 		{name: "a status update of a Ready session", session: metricsSession("s", "admin", false, ready...),
 			action: Action{Type: UpdateStatus, Conditions: ready}},
 		{name: "a status that is not Ready", session: metricsSession("s", "admin", false),
-			action: Action{Type: UpdateStatus, Conditions: []metav1.Condition{readyCondition(metav1.ConditionFalse, ReasonTargetUnreachable, 0)}}},
+			action: Action{Type: UpdateStatus, Conditions: []metav1.Condition{readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonTargetUnreachable, 0)}}},
 		{name: "other actions", session: metricsSession("s", "admin", false), action: Action{Type: MintShootCredentials}},
 	}
 	for _, tt := range tests {
@@ -121,9 +121,9 @@ func TestCollector(t *testing.T) {
 			metricsSession("b", "admin", false, ready),
 			metricsSession("c", "viewer", true, ready),
 			// Not Ready: the oldest of each reason counts.
-			metricsSession("d", "viewer", true, readyCondition(metav1.ConditionFalse, ReasonCSRPending, -10*time.Minute)),
-			metricsSession("e", "viewer", true, readyCondition(metav1.ConditionFalse, ReasonCSRPending, -20*time.Minute)),
-			metricsSession("f", "viewer", false, readyCondition(metav1.ConditionFalse, ReasonTargetUnreachable, -5*time.Minute)),
+			metricsSession("d", "viewer", true, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending, -10*time.Minute)),
+			metricsSession("e", "viewer", true, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending, -20*time.Minute)),
+			metricsSession("f", "viewer", false, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonTargetUnreachable, -5*time.Minute)),
 			// No condition yet: since its creation.
 			metricsSession("g", "admin", false),
 			// Over, and not counted.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
 // PolicyConfig says how a session's AuthorizationPolicy looks.
@@ -24,18 +25,9 @@ type PolicyConfig struct {
 	PrincipalFormat string
 }
 
-// LabelManagedBy marks policies the server owns.
-const LabelManagedBy = "app.kubernetes.io/managed-by"
-
 // PolicyName is the name of a session's AuthorizationPolicy.
 func PolicyName(s *v1alpha1.Session) string {
 	return "session-" + string(s.UID)
-}
-
-// PolicyLabels are the labels of a session's AuthorizationPolicy and of its
-// credentials Secret.
-func PolicyLabels(s *v1alpha1.Session) map[string]string {
-	return map[string]string{LabelSessionName: s.Name, LabelSessionNamespace: s.Namespace, LabelManagedBy: "clustergate"}
 }
 
 // DesiredPolicy is the spec of a session's AuthorizationPolicy: DENY any
@@ -57,6 +49,6 @@ func observePolicy(existing *istiosecurityv1.AuthorizationPolicy, s *v1alpha1.Se
 	if existing == nil {
 		return PolicyState{}
 	}
-	owned := labels.SelectorFromSet(PolicyLabels(s)).Matches(labels.Set(existing.Labels))
+	owned := labels.SelectorFromSet(credentials.Labels(s.Namespace, s.Name)).Matches(labels.Set(existing.Labels))
 	return PolicyState{Exists: true, Owned: owned, UpToDate: owned && proto.Equal(&existing.Spec, DesiredPolicy(s, cfg))}
 }

@@ -3,7 +3,7 @@ package session
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -15,7 +15,7 @@ import (
 // must never reach a target with another session's or Gardener's
 // credentials.
 func isClusterTarget(s *corev1.Secret) bool {
-	_, minted := s.Labels[LabelSessionName]
-	_, kept := s.Labels[kubeconfig.LabelManagedBy]
+	_, minted := s.Labels[credentials.LabelSessionName]
+	_, kept := s.Labels[v1alpha1.LabelManagedBy]
 	return s.Labels[credentials.LabelClusterTarget] == "true" && !minted && !kept
 }

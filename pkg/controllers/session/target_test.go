@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -20,11 +20,11 @@ func TestIsClusterTarget(t *testing.T) {
 		{name: "unmarked"},
 		{name: "marked with another value", labels: map[string]string{credentials.LabelClusterTarget: "yes"}},
 		{name: "a session's credentials, marked by someone",
-			labels: map[string]string{credentials.LabelClusterTarget: "true", LabelSessionName: "other", LabelSessionNamespace: "sre"}},
+			labels: map[string]string{credentials.LabelClusterTarget: "true", credentials.LabelSessionName: "other", credentials.LabelSessionNamespace: "sre"}},
 		{name: "a kept Gardener kubeconfig, marked by someone",
-			labels: map[string]string{credentials.LabelClusterTarget: "true", kubeconfig.LabelManagedBy: kubeconfig.ManagedBy}},
+			labels: map[string]string{credentials.LabelClusterTarget: "true", v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate}},
 		{name: "Kyma's kubeconfig, marked by someone",
-			labels: map[string]string{credentials.LabelClusterTarget: "true", kubeconfig.LabelManagedBy: kubeconfig.KymaManagedBy}},
+			labels: map[string]string{credentials.LabelClusterTarget: "true", v1alpha1.LabelManagedBy: v1alpha1.ManagedByKyma}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
