@@ -15,7 +15,9 @@ import (
 	"github.com/clustergate/clustergate/test/openapicheck"
 )
 
-func TestDiscovery(t *testing.T) {
+// groupResources are the resources discovery lists for clustergate.dev/v1alpha1.
+func groupResources(t *testing.T) []metav1.APIResource {
+	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(config)
 	if err != nil {
 		t.Fatal(err)
@@ -24,8 +26,12 @@ func TestDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return list.APIResources
+}
+
+func TestDiscovery(t *testing.T) {
 	got := map[string]string{}
-	for _, r := range list.APIResources {
+	for _, r := range groupResources(t) {
 		got[r.Name] = fmt.Sprintf("namespaced=%v short=%v categories=%v", r.Namespaced, r.ShortNames, r.Categories)
 	}
 	want := map[string]string{
@@ -46,16 +52,8 @@ func TestDiscovery(t *testing.T) {
 // The targets of authorization are listed with a kind and no verb, and
 // nothing about them is served.
 func TestTargetsAreVirtual(t *testing.T) {
-	dc, err := discovery.NewDiscoveryClientForConfig(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	list, err := dc.ServerResourcesForGroupVersion(v1alpha1.SchemeGroupVersion.String())
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]string{}
-	for _, r := range list.APIResources {
+	for _, r := range groupResources(t) {
 		got[r.Name] = fmt.Sprintf("kind=%s singular=%s verbs=%v", r.Kind, r.SingularName, r.Verbs)
 	}
 	for name, want := range map[string]string{"shoots": "kind=Shoot singular=shoot verbs=[]", "clusters": "kind=Cluster singular=cluster verbs=[]"} {
