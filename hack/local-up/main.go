@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 func main() {
@@ -33,7 +33,7 @@ func main() {
 func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error {
 	start := time.Now()
 	logf := func(format string, args ...any) { fmt.Printf("local-up: "+format+"\n", args...) }
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf})
+	cp, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf})
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 	logf("control plane ready in %s", time.Since(start).Round(100*time.Millisecond))
 	prometheus := ""
 	if withPrometheus {
-		p, err := cp.StartPrometheus(ctx, controlplane.PrometheusOptions{ScrapeInterval: 10 * time.Second})
+		p, err := cp.StartPrometheus(ctx, localcluster.PrometheusOptions{ScrapeInterval: 10 * time.Second})
 		if err != nil {
 			return err
 		}
