@@ -85,6 +85,23 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 		logf("no kubeconfig for the example session: %v", err)
 	}
 
+	// The data plane: a service account with no RBAC on the garden but
+	// viewer on its targets, and a session the admin assigned to it.
+	sre := "system:serviceaccount:demo:sre"
+	for _, args := range [][]string{
+		{"create", "serviceaccount", "sre"},
+		{"create", "rolebinding", "sre-targets", "--clusterrole=clustergate:target-viewer", "--serviceaccount=demo:sre"},
+	} {
+		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, append([]string{"-n", "demo"}, args...)...); err != nil {
+			return err
+		}
+	}
+	forSRE := fmt.Sprintf(`{"apiVersion":"clustergate.dev/v1alpha1","kind":"Session","metadata":{"name":"for-sre","namespace":"demo"},
+"spec":{"ttl":"1h","owner":{"username":%q},"accessLevel":{"group":"viewer"},"target":{"shoot":{"name":"local"}}}}`, sre)
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, []byte(forSRE), "apply", "-f", "-"); err != nil {
+		logf("the data-plane example session is not created: %v", err)
+	}
+
 	rel := func(p string) string {
 		if r, err := filepath.Rel(root, p); err == nil {
 			return r
@@ -103,10 +120,18 @@ clustergate is registered with the garden kube-apiserver at %s.
 The shoot "local" (Gardener project "local"): kubectl --kubeconfig=%s get ns
 Through alice's session demo/look-around: kubectl --kubeconfig=%s get ns
 A kubeconfig for another user:           hack/local-user.sh alice [GROUP...]
+
+The data plane at %s, whose JWTs the garden's service-account issuer signs; the
+session demo/for-sre belongs to the service account demo/sre, which has no RBAC on the garden:
+  TOKEN=$(kubectl -n demo create token sre --audience %s)
+  curl --cacert %s -H "Authorization: Bearer $TOKEN" %s/sessions/demo/for-sre/api/v1/namespaces
+
 %sLogs: %s
 
 Press Ctrl-C to stop.
-`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig), prometheus, rel(filepath.Join(dir, "logs")))
+`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig),
+		cp.DataPlaneURL, localcluster.DataPlaneAudience, rel(cp.DataPlaneCAFile), cp.DataPlaneURL,
+		prometheus, rel(filepath.Join(dir, "logs")))
 
 	<-ctx.Done()
 	return nil

@@ -45,7 +45,12 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 			"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
 			"--client-ca-file=" + clientCA.CertFile,
 			"--authorization-mode=RBAC",
+			// Each kube-apiserver is an OIDC issuer of its service
+			// account tokens at its own URL, whose discovery document and
+			// keys it serves: the garden's is the data plane's issuer.
+			"--service-account-issuer=" + issuerURL(port),
 			"--service-account-issuer=https://kubernetes.default.svc",
+			"--service-account-jwks-uri=" + issuerURL(port) + "/openid/v1/jwks",
 			"--service-account-key-file=" + c.serviceAccount.KeyFile,
 			"--service-account-signing-key-file=" + c.serviceAccount.KeyFile,
 			"--service-cluster-ip-range=10.0.0.0/24",
@@ -175,3 +180,6 @@ func (cp *ControlPlane) startControllerManagers(context.Context) error {
 		"--cluster-signing-cert-file="+cp.certs.shootClientCA.CertFile,
 		"--cluster-signing-key-file="+cp.certs.shootClientCA.KeyFile)
 }
+
+// issuerURL is the service-account issuer of the kube-apiserver on port.
+func issuerURL(port int) string { return "https://127.0.0.1:" + strconv.Itoa(port) }

@@ -40,7 +40,11 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		credentials.LabelClusterTarget+"=true"); err != nil {
 		return err
 	}
-	if err := cp.start("clustergate", "clustergate-apiserver", append([]string{
+	dataPlane, err := cp.setUpDataPlane(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cp.start("clustergate", "clustergate-apiserver", append(append([]string{
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cp.ports.clustergate),
 		"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
 		"--data-dir=" + filepath.Join(cp.opts.Dir, "data", "clustergate"),
@@ -57,7 +61,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		"--session-min-ttl=10s",
 		// Gardener's outages show within seconds.
 		"--gardener-probe-interval=2s",
-	}, append(cp.storageArgs(), cp.opts.ClustergateArgs...)...)...); err != nil {
+	}, dataPlane...), append(cp.storageArgs(), cp.opts.ClustergateArgs...)...)...); err != nil {
 		return err
 	}
 	cp.ClustergateURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.clustergate)

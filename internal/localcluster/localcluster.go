@@ -72,6 +72,14 @@ type ControlPlane struct {
 	ShootAuditLog string
 	// ClustergateURL is clustergate-apiserver itself, without the aggregator.
 	ClustergateURL string
+	// DataPlaneURL is the first replica's data plane, whose JWTs the garden
+	// kube-apiserver issues (see DataPlaneAudience); DataPlaneCAFile
+	// verifies it.
+	DataPlaneURL, DataPlaneCAFile string
+	// TokenExecPlugin is an exec credential plugin that prints a data-plane
+	// token of a garden service account: arguments kubeconfig, namespace,
+	// service account, audience.
+	TokenExecPlugin string
 }
 
 // Start brings the whole control plane up and returns once clustergate's
@@ -128,7 +136,7 @@ func (cp *ControlPlane) Stop() {
 
 // ports are the listening ports of the control plane, all on 127.0.0.1.
 type ports struct {
-	etcd, etcdPeer, garden, shoot, gardenControllers, signer, gardener, clustergate, node int
+	etcd, etcdPeer, garden, shoot, gardenControllers, signer, gardener, clustergate, node, dataPlane int
 }
 
 // freePort is a port of 127.0.0.1 that was free a moment ago.
@@ -144,7 +152,7 @@ func freePort() (int, error) {
 // allocatePorts picks every port of the control plane.
 func allocatePorts() (ports, error) {
 	var p ports
-	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.gardenControllers, &p.signer, &p.gardener, &p.clustergate, &p.node} {
+	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.gardenControllers, &p.signer, &p.gardener, &p.clustergate, &p.node, &p.dataPlane} {
 		port, err := freePort()
 		if err != nil {
 			return p, err

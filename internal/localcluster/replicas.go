@@ -17,14 +17,15 @@ import (
 type Replica struct {
 	// Name is the replica's component name, for StopComponent.
 	Name string
-	// URL is where it serves.
-	URL string
+	// URL is where it serves; DataPlaneURL its data plane.
+	URL, DataPlaneURL string
 }
 
 // StartReplica starts another clustergate replica on the shared etcd with
-// the flags of the first, waits until it is ready and puts it behind the
+// the flags of the first, each of flags ("--name=value") in place of the
+// first's of that name, waits until it is ready and puts it behind the
 // APIService's Service.
-func (cp *ControlPlane) StartReplica(ctx context.Context, name string) (Replica, error) {
+func (cp *ControlPlane) StartReplica(ctx context.Context, name string, flags ...string) (Replica, error) {
 	if !cp.opts.SharedEtcd {
 		return Replica{}, errors.New("replicas need Options.SharedEtcd")
 	}
@@ -36,20 +37,30 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string) (Replica,
 	if err != nil {
 		return Replica{}, err
 	}
+	dataPlanePort, err := freePort()
+	if err != nil {
+		return Replica{}, err
+	}
+	flags = append([]string{
+		"--secure-port=" + strconv.Itoa(port),
+		"--data-dir=" + filepath.Join(cp.opts.Dir, "data", name),
+		fmt.Sprintf("--data-plane-address=127.0.0.1:%d", dataPlanePort),
+	}, flags...)
+	overridden := map[string]bool{}
+	for _, f := range flags {
+		overridden[strings.SplitN(f, "=", 2)[0]] = true
+	}
 	var args []string
 	for _, a := range cp.procs[i].cmd.Args[1:] {
-		switch {
-		case strings.HasPrefix(a, "--secure-port="):
-			a = "--secure-port=" + strconv.Itoa(port)
-		case strings.HasPrefix(a, "--data-dir="):
-			a = "--data-dir=" + filepath.Join(cp.opts.Dir, "data", name)
+		if !overridden[strings.SplitN(a, "=", 2)[0]] {
+			args = append(args, a)
 		}
-		args = append(args, a)
 	}
+	args = append(args, flags...)
 	if err := cp.start(name, "clustergate-apiserver", args...); err != nil {
 		return Replica{}, err
 	}
-	r := Replica{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	r := Replica{Name: name, URL: fmt.Sprintf("https://127.0.0.1:%d", port), DataPlaneURL: fmt.Sprintf("https://127.0.0.1:%d", dataPlanePort)}
 	if err := cp.waitHTTP(ctx, r.URL+"/readyz", cp.certs.aggregatedCA.Pool()); err != nil {
 		return Replica{}, err
 	}
