@@ -1,10 +1,12 @@
-// Command proxy benchmarks sessions/proxy on the local control plane. Every
-// measurement is taken in the same run three ways: through the whole
-// aggregated path (client → kube-apiserver → clustergate → target
+// Command proxy benchmarks the ways into a session on the local control
+// plane. Every measurement is taken in the same run four ways: through the
+// whole aggregated path (client → kube-apiserver → clustergate → target
 // kube-apiserver), through clustergate alone (called with the front-proxy
-// certificate, as the aggregator calls it), and directly against the target
-// with the session's own minted credentials; the last column is what
-// clustergate and the whole path add. pkg/proxy's in-process benchmarks
+// certificate, as the aggregator calls it), through the data plane (a
+// bearer JWT of the garden's service-account issuer, verified by
+// clustergate), and directly against the target with the session's own
+// minted credentials; the last column is what each way adds to the direct
+// one. pkg/proxy's in-process benchmarks
 // complete the table with the handler's own cost and upgraded streams.
 //
 //	go run ./hack/bench/proxy            # or: make bench-proxy
@@ -51,12 +53,14 @@ type path struct {
 const (
 	whole        = iota // client → kube-apiserver → clustergate → target
 	alone               // client → clustergate → target, as the aggregator asks
+	dataPlane           // client → clustergate's data plane → target, with a JWT
 	targetDirect        // client → target, with the session's own credentials
+	ways
 )
 
 type row struct {
 	name  string
-	cells [3]string
+	cells [ways]string
 	ratio string
 }
 
@@ -71,12 +75,20 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	defer cp.Stop()
 
-	// A cluster-target session of the garden admin, group admin on the target.
+	// A cluster-target session of a service account, group admin on the
+	// target, assigned by the garden admin.
 	if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "create", "clusterrolebinding", "bench-admins", "--clusterrole=cluster-admin", "--group=admin"); err != nil {
 		return err
 	}
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", namespace); err != nil {
-		return err
+	for _, args := range [][]string{
+		{"create", "namespace", namespace},
+		{"-n", namespace, "create", "serviceaccount", "bench"},
+		{"-n", namespace, "create", "rolebinding", "bench-sessions", "--clusterrole=clustergate:session-user", "--serviceaccount=" + namespace + ":bench"},
+		{"-n", namespace, "create", "rolebinding", "bench-targets", "--clusterrole=clustergate:target-admin", "--serviceaccount=" + namespace + ":bench"},
+	} {
+		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, args...); err != nil {
+			return err
+		}
 	}
 	gardenCfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
 	if err != nil {
@@ -124,7 +136,7 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	o50, o99 := latencies(n, own)
 	rows = append(rows, row{name: "GET of the Session object itself (no proxying) p50 / p99",
-		cells: [3]string{o50[whole].String() + " / " + o99[whole].String(), o50[alone].String() + " / " + o99[alone].String()}})
+		cells: [ways]string{o50[whole].String() + " / " + o99[whole].String(), o50[alone].String() + " / " + o99[alone].String()}})
 
 	// LIST throughput.
 	if err := createConfigMaps(ctx, direct, configMaps); err != nil {
@@ -132,8 +144,8 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	rates := listRates(ctx, paths, 20)
 	rows = append(rows, row{name: fmt.Sprintf("LIST %d ConfigMaps, items/s", configMaps),
-		cells: [3]string{fmt.Sprintf("%.0f", rates[whole]), fmt.Sprintf("%.0f", rates[alone]), fmt.Sprintf("%.0f", rates[targetDirect])},
-		ratio: fmt.Sprintf("%.0f%% / %.0f%% of direct", 100*rates[alone]/rates[targetDirect], 100*rates[whole]/rates[targetDirect])})
+		cells: [ways]string{fmt.Sprintf("%.0f", rates[whole]), fmt.Sprintf("%.0f", rates[alone]), fmt.Sprintf("%.0f", rates[dataPlane]), fmt.Sprintf("%.0f", rates[targetDirect])},
+		ratio: fmt.Sprintf("%.0f%% / %.0f%% / %.0f%% of direct", 100*rates[whole]/rates[targetDirect], 100*rates[alone]/rates[targetDirect], 100*rates[dataPlane]/rates[targetDirect])})
 
 	// Watch event delivery.
 	w50, err := watchLatencies(ctx, paths, 200)
@@ -158,17 +170,17 @@ func run(root string, n, configMaps, streams int) error {
 		rows = append(rows, idle...)
 	}
 
-	fmt.Printf("\n| measurement | %s | %s | %s | clustergate / whole path vs direct |\n|---|---|---|---|---|\n",
-		paths[whole].name, paths[alone].name, paths[targetDirect].name)
+	fmt.Printf("\n| measurement | %s | %s | %s | %s | whole path / clustergate alone / data plane vs direct |\n|---|---|---|---|---|---|\n",
+		paths[whole].name, paths[alone].name, paths[dataPlane].name, paths[targetDirect].name)
 	for _, r := range rows {
-		fmt.Printf("| %s | %s | %s | %s | %s |\n", r.name, r.cells[0], r.cells[1], r.cells[2], r.ratio)
+		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.name, r.cells[0], r.cells[1], r.cells[2], r.cells[3], r.ratio)
 	}
 	return nil
 }
 
-// addedRow shows durations per path and what clustergate alone and the
-// whole path add to the direct one.
+// addedRow shows durations per path and what each way adds to the direct
+// one.
 func addedRow(name string, d []time.Duration) row {
-	return row{name: name, cells: [3]string{d[whole].String(), d[alone].String(), d[targetDirect].String()},
-		ratio: fmt.Sprintf("+%v / +%v", d[alone]-d[targetDirect], d[whole]-d[targetDirect])}
+	return row{name: name, cells: [ways]string{d[whole].String(), d[alone].String(), d[dataPlane].String(), d[targetDirect].String()},
+		ratio: fmt.Sprintf("+%v / +%v / +%v", d[whole]-d[targetDirect], d[alone]-d[targetDirect], d[dataPlane]-d[targetDirect])}
 }
