@@ -321,7 +321,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := objects.Create(ctx, newKubeconfigObject("waiting", controlplane.Shoot, "wanted"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("waiting", localcluster.Shoot, "wanted"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, client, ns, "waiting", v1alpha1.KubeconfigReasonSecretConflict, time.Minute)
