@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clustergate/clustergate/test/monitoring"
+	monitoring "github.com/clustergate/clustergate/internal/monitoringartifacts"
 )
 
 // MetricsReader is the ServiceAccount of artifacts/monitoring that may read

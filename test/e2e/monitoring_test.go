@@ -14,7 +14,7 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/test/monitoring"
+	monitoring "github.com/clustergate/clustergate/internal/monitoringartifacts"
 )
 
 // compression is how much faster time runs for the e2e Prometheus' rules:
