@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 func main() {
@@ -33,7 +33,7 @@ func main() {
 func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error {
 	start := time.Now()
 	logf := func(format string, args ...any) { fmt.Printf("local-up: "+format+"\n", args...) }
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf,
+	cp, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf,
 		// Admin sessions wait for a second person, so the lifecycle can be tried.
 		ClustergateArgs: []string{"--session-approval-groups=admin"}})
 	if err != nil {
@@ -46,7 +46,7 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 	logf("control plane ready in %s", time.Since(start).Round(100*time.Millisecond))
 	prometheus := ""
 	if withPrometheus {
-		p, err := cp.StartPrometheus(ctx, controlplane.PrometheusOptions{ScrapeInterval: 10 * time.Second})
+		p, err := cp.StartPrometheus(ctx, localcluster.PrometheusOptions{ScrapeInterval: 10 * time.Second})
 		if err != nil {
 			return err
 		}
@@ -91,6 +91,23 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 		logf("no kubeconfig for the example session: %v", err)
 	}
 
+	// The data plane: a service account with no RBAC on the garden but
+	// viewer on its targets, and a session the admin assigned to it.
+	sre := "system:serviceaccount:demo:sre"
+	for _, args := range [][]string{
+		{"create", "serviceaccount", "sre"},
+		{"create", "rolebinding", "sre-targets", "--clusterrole=clustergate:target-viewer", "--serviceaccount=demo:sre"},
+	} {
+		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, append([]string{"-n", "demo"}, args...)...); err != nil {
+			return err
+		}
+	}
+	forSRE := fmt.Sprintf(`{"apiVersion":"clustergate.dev/v1alpha1","kind":"Session","metadata":{"name":"for-sre","namespace":"demo"},
+"spec":{"ttl":"1h","owner":{"username":%q},"accessLevel":{"group":"viewer"},"target":{"shoot":{"name":"local"}}}}`, sre)
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, []byte(forSRE), "apply", "-f", "-"); err != nil {
+		logf("the data-plane example session is not created: %v", err)
+	}
+
 	rel := func(p string) string {
 		if r, err := filepath.Rel(root, p); err == nil {
 			return r
@@ -110,15 +127,23 @@ The shoot "local" (Gardener project "local"): kubectl --kubeconfig=%s get ns
 Through alice's session demo/look-around: kubectl --kubeconfig=%s get ns
 A kubeconfig for another user:           hack/local-user.sh alice [GROUP...]
 
+The data plane at %s, whose JWTs the garden's service-account issuer signs; the
+session demo/for-sre belongs to the service account demo/sre, which has no RBAC on the garden:
+  TOKEN=$(kubectl -n demo create token sre --audience %s)
+  curl --cacert %s -H "Authorization: Bearer $TOKEN" %s/sessions/demo/for-sre/api/v1/namespaces
+
 Admin sessions wait for approval (--session-approval-groups=admin); with the plugin:
   export PATH=$PWD/_output/bin:$PATH
   kubectl --kubeconfig "$(hack/local-user.sh alice sre)" -n demo session open shoot/local --access admin --ttl 15m --reason INC-1 --name fix --wait
   kubectl --kubeconfig "$(hack/local-user.sh bob)" -n demo session approve fix --reason "INC-1 is real"
   kubectl --kubeconfig "$(hack/local-user.sh alice sre)" -n demo session extend fix 10m
+
 %sLogs: %s
 
 Press Ctrl-C to stop.
-`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig), prometheus, rel(filepath.Join(dir, "logs")))
+`, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig),
+		cp.DataPlaneURL, localcluster.DataPlaneAudience, rel(cp.DataPlaneCAFile), cp.DataPlaneURL,
+		prometheus, rel(filepath.Join(dir, "logs")))
 
 	<-ctx.Done()
 	return nil

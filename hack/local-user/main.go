@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 func main() {
@@ -24,7 +24,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	path, err := controlplane.WriteUserKubeconfig(*dir, flag.Arg(0), flag.Args()[1:]...)
+	path, err := localcluster.WriteUserKubeconfig(*dir, flag.Arg(0), flag.Args()[1:]...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "local-user:", err)
 		os.Exit(1)

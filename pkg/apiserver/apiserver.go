@@ -17,6 +17,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/controllers"
+	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	gckstorage "github.com/clustergate/clustergate/pkg/registry/gardenerclusterkubeconfig/storage"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
@@ -59,6 +60,9 @@ type ExtraConfig struct {
 	ProxyLimits proxy.Limits
 	// Kubeconfig shapes the kubeconfigs of sessions/kubeconfig.
 	Kubeconfig sessionstorage.KubeconfigConfig
+	// DataPlane configures the data plane's listener; off without an
+	// address.
+	DataPlane dataplane.Config
 	// Controllers configures the controllers; Controllers.Session.Namespace
 	// is the server's own namespace, which holds the sessions' credentials.
 	Controllers controllers.Options
@@ -157,7 +161,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err
 	}
-	if err := parts.start(genericServer, c.ExtraConfig, c.core); err != nil {
+	if err := parts.start(genericServer, c.ExtraConfig, c.core, sessions.Proxy); err != nil {
 		return nil, err
 	}
 	return &Server{GenericAPIServer: genericServer}, nil

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
@@ -19,6 +20,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
 	"github.com/clustergate/clustergate/pkg/proxy"
@@ -70,7 +72,7 @@ func (p *parts) proxyConfig(kc sessionstorage.KubeconfigConfig) sessionstorage.P
 // proxy and the object metrics (every replica) and the controllers (the
 // leader); and that every replica ends its own proxied requests when their
 // sessions end.
-func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraConfig, core *restclient.Config) error {
+func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraConfig, core *restclient.Config, sessionProxy dataplane.Opener) error {
 	client, err := versioned.NewForConfig(server.LoopbackClientConfig)
 	if err != nil {
 		return err
@@ -95,6 +97,30 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		factory.Start(hookCtx.Done())
 		return nil
 	})
+	if extra.DataPlane.Address != "" {
+		// The data plane presents the serving certificate unless it has one
+		// of its own, which is reloaded when its files change.
+		cert := server.SecureServingInfo.Cert
+		var files *dynamiccertificates.DynamicCertKeyPairContent
+		if extra.DataPlane.TLSCertFile != "" {
+			var err error
+			if files, err = dynamiccertificates.NewDynamicServingContentFromFiles("data-plane", extra.DataPlane.TLSCertFile, extra.DataPlane.TLSKeyFile); err != nil {
+				return fmt.Errorf("the data plane's certificate: %w", err)
+			}
+			cert = files
+		}
+		server.AddPostStartHookOrDie("start-data-plane", func(hookCtx genericapiserver.PostStartHookContext) error {
+			if files != nil {
+				go files.Run(hookCtx, 1)
+			}
+			auth, err := dataplane.LoadAuthenticator(hookCtx, extra.DataPlane.AuthenticationConfigFile)
+			if err != nil {
+				return err
+			}
+			_, err = dataplane.Listen(hookCtx, extra.DataPlane, cert, auth, sessionProxy)
+			return err
+		})
+	}
 	if extra.Standalone {
 		return nil
 	}

@@ -9,10 +9,17 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 )
 
-// Ways in, the values of the way label. Only the aggregated one exists
-// today; the data plane's listener will observe its requests as
-// "data_plane", so that both share one histogram.
-const wayAggregated = "aggregated"
+// Way is how a proxied request came in, the value of the way label.
+type Way string
+
+// The ways in.
+const (
+	// WayAggregated: sessions/proxy, through the control plane's
+	// kube-apiserver.
+	WayAggregated Way = "aggregated"
+	// WayDataPlane: the data plane's listener, authenticated by a JWT.
+	WayDataPlane Way = "data_plane"
+)
 
 // Verb classes, the values of the verb_class label: they separate requests
 // whose duration is latency from streams whose duration is their life.
@@ -33,7 +40,7 @@ const (
 var requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 	Namespace: "clustergate", Subsystem: "proxy", Name: "request_duration_seconds",
 	Help: "Duration of proxied requests this replica let through, from their arrival until the answer or stream ended (failures to reach the target included), " +
-		"by verb class (read, write: latency; watch, stream: how long streams lasted) and way in (aggregated).",
+		"by verb class (read, write: latency; watch, stream: how long streams lasted) and way in (aggregated, data_plane).",
 	// Latency below 10 s, stream lives up to the longest session.
 	Buckets:        []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400, 86400},
 	StabilityLevel: metrics.ALPHA,
@@ -42,7 +49,9 @@ var requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 func init() {
 	legacyregistry.MustRegister(requestDuration)
 	for _, class := range []string{verbClassRead, verbClassWrite, verbClassWatch, verbClassStream} {
-		requestDuration.WithLabelValues(class, wayAggregated)
+		for _, way := range []Way{WayAggregated, WayDataPlane} {
+			requestDuration.WithLabelValues(class, string(way))
+		}
 	}
 }
 
@@ -60,6 +69,6 @@ func verbClass(req *http.Request, path string) string {
 }
 
 // observeDuration records a proxied request that came in by way and took d.
-func observeDuration(way string, req *http.Request, path string, d time.Duration) {
-	requestDuration.WithLabelValues(verbClass(req, path), way).Observe(d.Seconds())
+func observeDuration(way Way, req *http.Request, path string, d time.Duration) {
+	requestDuration.WithLabelValues(verbClass(req, path), string(way)).Observe(d.Seconds())
 }

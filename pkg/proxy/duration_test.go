@@ -54,7 +54,7 @@ func TestHandlerObservesDuration(t *testing.T) {
 	r := NewRegistry(clk, Limits{})
 	base := serveThroughProxy(t, r, target(u, tr))
 
-	observer := requestDuration.WithLabelValues(verbClassWrite, wayAggregated)
+	observer := requestDuration.WithLabelValues(verbClassWrite, string(WayAggregated))
 	count, _ := testutil.GetHistogramMetricCount(observer)
 	sum, _ := testutil.GetHistogramMetricValue(observer)
 	resp, err := http.Post(base+"/proxy/api/v1/namespaces/a/configmaps", "application/json", nil)

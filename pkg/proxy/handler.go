@@ -36,6 +36,8 @@ type Target struct {
 	// Transport reaches the backend with the session's credentials and
 	// verifies it with the target's CA.
 	Transport *http.Transport
+	// Way is how the request came in; empty is WayAggregated.
+	Way Way
 }
 
 // strippedHeaderPrefixes never reach the target: the caller's credentials
@@ -54,16 +56,15 @@ var strippedHeaderPrefixes = []string{
 // within the second in which every stream of the session must end.
 const endWriteTimeout = 500 * time.Millisecond
 
-// Handler returns the handler of one request proxied through the
-// aggregated sessions/proxy subresource to path of a session's target.
-// Refusals go to responder as Status objects.
+// Handler returns the handler of one request to path of a session's
+// target, whichever way it came in. Refusals go to responder as Status
+// objects.
 func (r *Registry) Handler(t Target, path string, responder rest.Responder) http.Handler {
-	return r.handler(wayAggregated, t, path, responder)
-}
-
-func (r *Registry) handler(way string, t Target, path string, responder rest.Responder) http.Handler {
+	if t.Way == "" {
+		t.Way = WayAggregated
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		p, err := r.open(way, t, path, w, req)
+		p, err := r.open(t, path, w, req)
 		if err != nil {
 			refusedRequests.WithLabelValues(reasonLabel(err)).Inc()
 			responder.Error(statusFor(err, t))
@@ -85,7 +86,6 @@ func (r *Registry) handler(way string, t Target, path string, responder rest.Res
 // go of the session.
 type proxiedRequest struct {
 	registry *Registry
-	way      string
 	target   Target
 	path     string
 	start    time.Time
@@ -108,14 +108,14 @@ type proxiedRequest struct {
 
 // open admits a request to the registry, within the session's and the
 // owner's limits, and logs it.
-func (r *Registry) open(way string, t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
+func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
 	start := r.clock.Now()
 	ctx, release, err := r.Open(req.Context(), t.UID, t.Owner, t.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
 	openRequests.Inc()
-	p := &proxiedRequest{registry: r, way: way, target: t, path: path, start: start, ctx: ctx, release: release,
+	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release,
 		longRunning: LongRunning(req, path), body: &countingReader{ReadCloser: req.Body}}
 	p.cw = &connWriter{ResponseWriter: w, websocket: strings.EqualFold(req.Header.Get("Upgrade"), "websocket"),
 		ended: func() error {
@@ -124,7 +124,7 @@ func (r *Registry) open(way string, t Target, path string, w http.ResponseWriter
 			}
 			return nil
 		}}
-	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", way,
+	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", t.Way,
 		"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
 	return p, nil
 }
@@ -180,7 +180,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	t := p.target
 	cause := sessionEnd(p.ctx)
 	closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
-	observeDuration(p.way, req, p.path, p.registry.clock.Since(p.start))
+	observeDuration(t.Way, req, p.path, p.registry.clock.Since(p.start))
 	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
 		panic(v)
 	}
@@ -189,7 +189,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 		reason = cause.Error()
 		p.cw.finishWatch(req, cause, t)
 	}
-	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "way", p.way,
+	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "way", t.Way,
 		"verb", req.Method, "path", p.path, "bytesIn", p.body.n.Load()+p.cw.hijackedIn.Load(),
 		"bytesOut", p.cw.written.Load()+p.cw.hijackedOut.Load(),
 		"duration", p.registry.clock.Since(p.start).Round(time.Millisecond), "closeReason", reason)

@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 // targetSession is a one-hour session of the given access group, owned by
@@ -91,15 +91,15 @@ func TestTargetAuthorization(t *testing.T) {
 	carol := userKubeconfig(t, "carol", "team")
 	dave := userKubeconfig(t, "dave")
 	root := userKubeconfig(t, "root")
-	cluster := "cluster/" + controlplane.ShootTargetSecret
+	cluster := "cluster/" + localcluster.ShootTargetSecret
 
 	t.Run("kubectl auth can-i answers", func(t *testing.T) {
 		for _, tt := range []struct{ verb, target, want string }{
 			{"admin", "shoots.clustergate.dev/local", "yes"},
 			{"admin", "shoots.clustergate.dev/other", "no"},
 			{"viewer", "shoots.clustergate.dev/other", "yes"},
-			{"viewer", "clusters.clustergate.dev/" + controlplane.ShootTargetSecret, "yes"},
-			{"admin", "clusters.clustergate.dev/" + controlplane.ShootTargetSecret, "no"},
+			{"viewer", "clusters.clustergate.dev/" + localcluster.ShootTargetSecret, "yes"},
+			{"admin", "clusters.clustergate.dev/" + localcluster.ShootTargetSecret, "no"},
 		} {
 			if got := canI(t, tt.verb, tt.target, "-n", ns, "--as=carol", "--as-group=team"); got != tt.want {
 				t.Errorf("can-i %s %s = %q, want %q", tt.verb, tt.target, got, tt.want)
@@ -120,7 +120,7 @@ func TestTargetAuthorization(t *testing.T) {
 			want: `user "carol" may not open "admin" sessions to shoots/other in namespace targets`},
 		{name: "viewer on a cluster", kubeconfig: carol, manifest: targetSession("s", "", "viewer", cluster)},
 		{name: "admin on a cluster", kubeconfig: carol, manifest: targetSession("s", "", "admin", cluster),
-			want: fmt.Sprintf(`user "carol" may not open "admin" sessions to clusters/%s in namespace targets`, controlplane.ShootTargetSecret)},
+			want: fmt.Sprintf(`user "carol" may not open "admin" sessions to clusters/%s in namespace targets`, localcluster.ShootTargetSecret)},
 		{name: "session-user grants no target", kubeconfig: dave, manifest: targetSession("s", "", "viewer", "shoot/local"),
 			want: `user "dave" may not open "viewer" sessions to shoots/local in namespace targets`},
 		{name: "nor does server-side apply", kubeconfig: dave, manifest: targetSession("s", "", "viewer", "shoot/local"), serverSide: true,
@@ -227,7 +227,7 @@ func TestCredentialIsolation(t *testing.T) {
 	})
 
 	t.Run("another session's credentials are no target", func(t *testing.T) {
-		apply(t, cp.AdminKubeconfig, targetSession("victim", "", "viewer", "cluster/"+controlplane.ShootTargetSecret), "-n", ns)
+		apply(t, cp.AdminKubeconfig, targetSession("victim", "", "viewer", "cluster/"+localcluster.ShootTargetSecret), "-n", ns)
 		victim := waitSessionReady(t, client, ns, "victim")
 		apply(t, cp.AdminKubeconfig, targetSession("thief", "", "viewer", "cluster/"+credentials.SecretName(victim.UID)), "-n", ns)
 		notATarget(t, "thief")
@@ -241,7 +241,7 @@ func TestCredentialIsolation(t *testing.T) {
 
 	t.Run("a kept kubeconfig never gets the mark", func(t *testing.T) {
 		kube, _ := clients(t)
-		obj := newKubeconfigObject("marked", controlplane.Shoot, "kubeconfig-marked")
+		obj := newKubeconfigObject("marked", localcluster.Shoot, "kubeconfig-marked")
 		obj.Labels[credentials.LabelClusterTarget] = "true"
 		if _, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

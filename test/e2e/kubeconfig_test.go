@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 // clients reach the garden as admin: core resources and clustergate's
@@ -144,7 +144,7 @@ func TestKubeconfigLifecycle(t *testing.T) {
 	ns := namespace(t, "kcp-system")
 	objects := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(ns)
 
-	if _, err := objects.Create(ctx, newKubeconfigObject("c-local", controlplane.Shoot, "kubeconfig-c-local"), metav1.CreateOptions{}); err != nil {
+	if _, err := objects.Create(ctx, newKubeconfigObject("c-local", localcluster.Shoot, "kubeconfig-c-local"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	obj := waitCondition(t, client, ns, "c-local", v1alpha1.KubeconfigReasonCreated, time.Minute)
@@ -292,7 +292,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := objects.Create(ctx, newKubeconfigObject("conflict", controlplane.Shoot, "taken"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("conflict", localcluster.Shoot, "taken"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		obj := waitCondition(t, client, ns, "conflict", v1alpha1.KubeconfigReasonSecretConflict, time.Minute)
@@ -321,7 +321,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := objects.Create(ctx, newKubeconfigObject("waiting", controlplane.Shoot, "wanted"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("waiting", localcluster.Shoot, "wanted"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, client, ns, "waiting", v1alpha1.KubeconfigReasonSecretConflict, time.Minute)
@@ -345,7 +345,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		if _, err := kube.CoreV1().Secrets(ns).Create(ctx, kyma, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := objects.Create(ctx, newKubeconfigObject("migrated", controlplane.Shoot, "kubeconfig-migrated"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("migrated", localcluster.Shoot, "kubeconfig-migrated"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, client, ns, "migrated", v1alpha1.KubeconfigReasonAdopted, time.Minute)
@@ -372,7 +372,7 @@ func TestKubeconfigErrors(t *testing.T) {
 	})
 
 	t.Run("Gardener down, then back", func(t *testing.T) {
-		if _, err := objects.Create(ctx, newKubeconfigObject("outage", controlplane.Shoot, "kubeconfig-outage"), metav1.CreateOptions{}); err != nil {
+		if _, err := objects.Create(ctx, newKubeconfigObject("outage", localcluster.Shoot, "kubeconfig-outage"), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, client, ns, "outage", v1alpha1.KubeconfigReasonCreated, time.Minute)

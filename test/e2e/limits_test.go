@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 // TestSessionLimitPerOwner: with the default --session-max-per-owner of 5,
@@ -27,23 +27,23 @@ func TestSessionLimitPerOwner(t *testing.T) {
 		if i > 3 {
 			ns = second
 		}
-		if err := create(lim, ns, targetSession(fmt.Sprintf("lim-%d", i), "", "viewer", "shoot/"+controlplane.Shoot), false, false); err != nil {
+		if err := create(lim, ns, targetSession(fmt.Sprintf("lim-%d", i), "", "viewer", "shoot/"+localcluster.Shoot), false, false); err != nil {
 			t.Fatalf("session %d: %v", i, err)
 		}
 	}
 	const refusal = `user "lim" already has 5 live sessions, the most one owner may have (--session-max-per-owner=5)`
 	for _, serverSide := range []bool{false, true} {
-		err := create(lim, first, targetSession("lim-6", "", "viewer", "shoot/"+controlplane.Shoot), false, serverSide)
+		err := create(lim, first, targetSession("lim-6", "", "viewer", "shoot/"+localcluster.Shoot), false, serverSide)
 		wantErr(t, err, refusal)
 		if err != nil && !strings.Contains(err.Error(), "Forbidden") && !strings.Contains(err.Error(), "forbidden") {
 			t.Errorf("the refusal is no 403: %v", err)
 		}
 	}
 	// Others are not held up by lim's sessions.
-	wantErr(t, create(cp.AdminKubeconfig, first, targetSession("admins", "", "viewer", "shoot/"+controlplane.Shoot), false, false), "")
+	wantErr(t, create(cp.AdminKubeconfig, first, targetSession("admins", "", "viewer", "shoot/"+localcluster.Shoot), false, false), "")
 
 	kubectlAs(t, lim, "-n", second, "delete", "session", "lim-5", "--wait")
-	wantErr(t, create(lim, first, targetSession("lim-6", "", "viewer", "shoot/"+controlplane.Shoot), false, false), "")
+	wantErr(t, create(lim, first, targetSession("lim-6", "", "viewer", "shoot/"+localcluster.Shoot), false, false), "")
 }
 
 // TestResourceQuota: a ResourceQuota on clustergate's objects is enforced
@@ -85,7 +85,7 @@ spec:
 	waitUsed(sessions, "0")
 	waitUsed(kubeconfigs, "0")
 
-	session := func(name string) string { return targetSession(name, "", "viewer", "shoot/"+controlplane.Shoot) }
+	session := func(name string) string { return targetSession(name, "", "viewer", "shoot/"+localcluster.Shoot) }
 	wantErr(t, create(cp.AdminKubeconfig, ns, session("first"), false, false), "")
 	wantErr(t, create(cp.AdminKubeconfig, ns, session("second"), false, false), "exceeded quota: clustergate, requested: "+sessions+"=1, used: "+sessions+"=1, limited: "+sessions+"=1")
 	kubectl(t, "-n", ns, "delete", "session", "first", "--wait")
@@ -100,7 +100,7 @@ metadata: {name: %s}
 spec:
   shoot: {name: %s}
   kubeconfig: {secret: {name: kubeconfig-%s}}
-`, name, controlplane.Shoot, name)
+`, name, localcluster.Shoot, name)
 	}
 	wantErr(t, create(cp.AdminKubeconfig, ns, kubeconfig("first"), false, false), "")
 	wantErr(t, create(cp.AdminKubeconfig, ns, kubeconfig("second"), false, false), "exceeded quota: clustergate, requested: "+kubeconfigs+"=1")

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/test/controlplane"
-	"github.com/clustergate/clustergate/test/monitoring"
+	monitoring "github.com/clustergate/clustergate/internal/monitoringartifacts"
 )
 
 // compression is how much faster time runs for the e2e Prometheus' rules:
@@ -37,12 +37,12 @@ func TestMonitoring(t *testing.T) {
 	_, client := clients(t)
 	ns := namespace(t, "monitoring")
 	kubectl(t, "-n", ns, "apply", "-f", filepath.Join(cp.RepoRoot(), "artifacts", "examples", "gardenerclusterkubeconfig.yaml"))
-	apply(t, cp.AdminKubeconfig, strings.Replace(clusterSessionManifest("stuck", "1h", "viewer"), controlplane.ShootTargetSecret, "no-such-secret", 1), "-n", ns)
+	apply(t, cp.AdminKubeconfig, strings.Replace(clusterSessionManifest("stuck", "1h", "viewer"), localcluster.ShootTargetSecret, "no-such-secret", 1), "-n", ns)
 	apply(t, cp.AdminKubeconfig, sessionManifest("ended", ""), "-n", ns)
 	waitSessionReady(t, client, ns, "ended")
 	kubectl(t, "-n", ns, "delete", "session", "ended", "--wait=true")
 	waitCondition(t, client, ns, "local", v1alpha1.KubeconfigReasonCreated, time.Minute)
-	prom, err := cp.StartPrometheus(ctx, controlplane.PrometheusOptions{ScrapeInterval: time.Second, TimeCompression: compression})
+	prom, err := cp.StartPrometheus(ctx, localcluster.PrometheusOptions{ScrapeInterval: time.Second, TimeCompression: compression})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestMonitoring(t *testing.T) {
 				_ = cp.StartComponent(ctx, "gardener-apiserver")
 			}
 		}()
-		var fired *controlplane.Alert
+		var fired *localcluster.Alert
 		eventually(t, 3*time.Minute, alert+" firing", func() error {
 			if fired = findAlert(t, prom, alert); fired == nil || fired.State != "firing" {
 				return fmt.Errorf("alert %+v", fired)
@@ -202,7 +202,7 @@ func scrape(t *testing.T) (own, all []byte) {
 }
 
 // findAlert returns the pending or firing alert of that name, or nil.
-func findAlert(t *testing.T, prom *controlplane.Prometheus, name string) *controlplane.Alert {
+func findAlert(t *testing.T, prom *localcluster.Prometheus, name string) *localcluster.Alert {
 	t.Helper()
 	alerts, err := prom.Alerts(context.Background())
 	if err != nil {

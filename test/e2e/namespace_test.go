@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/credentials"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 // namespaceObjectsEnv sets how many Sessions and how many
@@ -59,7 +59,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		}
 		name := fmt.Sprintf("c-%d", i)
 		if _, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(ns).Create(ctx,
-			newKubeconfigObject(name, controlplane.Shoot, "kubeconfig-"+name), metav1.CreateOptions{}); err != nil {
+			newKubeconfigObject(name, localcluster.Shoot, "kubeconfig-"+name), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

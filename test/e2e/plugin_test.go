@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 // kubectlSession runs `kubectl session ARGS` as the user of kubeconfig, the
@@ -56,7 +56,7 @@ func TestPlugin(t *testing.T) {
 	grantBreakglass(t, ns, "alice", "alice", "bob")
 	grant(t, ns, "alice", "clustergate:target-viewer")
 	alice, bob := userKubeconfig(t, "alice", "sre"), userKubeconfig(t, "bob")
-	target := "cluster/" + controlplane.ShootTargetSecret
+	target := "cluster/" + localcluster.ShootTargetSecret
 
 	out := mustSession(t, alice, ns, "waits for approval", "open", target, "--access", approvalGroup, "--ttl", "1m",
 		"--reason", "INC-9 API down", "--name", "bg", "--wait")

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 // secret is a Secret manifest in namespace ns; extra lines go into its
@@ -31,7 +31,7 @@ stringData: {config: x}
 // and never the mark of a cluster target, whatever RBAC lets it do.
 func TestServerSecretPolicy(t *testing.T) {
 	ns := namespace(t, "policy-secrets")
-	as := "--as=" + controlplane.ClustergateServiceAccount
+	as := "--as=" + localcluster.ClustergateServiceAccount
 	kubectl(t, "-n", ns, "create", "secret", "generic", "users", "--from-literal=a=b")
 	const managed = "  labels: {operator.kyma-project.io/managed-by: clustergate}"
 	tests := []struct {
@@ -77,7 +77,7 @@ func TestServerSecretPolicy(t *testing.T) {
 // TestServerRBAC: what the server's service account may do, as kubectl
 // auth can-i tells.
 func TestServerRBAC(t *testing.T) {
-	as := "--as=" + controlplane.ClustergateServiceAccount
+	as := "--as=" + localcluster.ClustergateServiceAccount
 	tests := []struct {
 		args []string
 		want string

@@ -16,11 +16,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 func clusterSessionManifest(name, ttl, group string) string {
@@ -31,7 +31,7 @@ spec:
   ttl: %s
   accessLevel: {group: %s}
   target: {cluster: {kubeconfigSecretRef: {name: %s}}}
-`, name, ttl, group, controlplane.ShootTargetSecret)
+`, name, ttl, group, localcluster.ShootTargetSecret)
 }
 
 // waitSessionReady waits until the session's Ready condition is True.
@@ -195,7 +195,7 @@ func TestSessionTargetProblems(t *testing.T) {
 		{name: "missing-shoot", reason: v1alpha1.SessionReasonTargetNotFound,
 			manifest: strings.Replace(sessionManifest("missing-shoot", ""), "name: local", "name: no-such-shoot", 1)},
 		{name: "missing-secret", reason: v1alpha1.SessionReasonTargetNotFound,
-			manifest: strings.Replace(clusterSessionManifest("missing-secret", "1h", "viewer"), controlplane.ShootTargetSecret, "no-such-secret", 1)},
+			manifest: strings.Replace(clusterSessionManifest("missing-secret", "1h", "viewer"), localcluster.ShootTargetSecret, "no-such-secret", 1)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

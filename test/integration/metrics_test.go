@@ -12,6 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
+func TestHealthAndMetrics(t *testing.T) {
+	client, err := rawClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/healthz", "/livez", "/readyz", "/metrics"} {
+		if err := client.Get().AbsPath(path).Do(context.Background()).Error(); err != nil {
+			t.Errorf("GET %s: %v", path, err)
+		}
+	}
+}
+
 // TestObjectMetrics: the server's /metrics counts live sessions from its
 // informer, as they are created and deleted.
 func TestObjectMetrics(t *testing.T) {

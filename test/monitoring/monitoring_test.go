@@ -1,3 +1,8 @@
+// Package monitoring checks artifacts/monitoring with the pinned promtool
+// and kubectl's kustomize: the rules pass promtool's checks and their unit
+// tests, every alert is unit-tested and has a runbook, the component builds
+// into what the Prometheus Operator needs, and the dashboard asks only for
+// metrics that exist. `make test-monitoring` builds promtool first.
 package monitoring
 
 import (
@@ -13,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clustergate/clustergate/internal/monitoringartifacts"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
@@ -33,9 +40,9 @@ func promtool() string { return filepath.Join(root, "_output", "bin", "promtool"
 
 func monitoringDir() string { return filepath.Join(root, "artifacts", "monitoring") }
 
-func readRule(t *testing.T) *PrometheusRule {
+func readRule(t *testing.T) *monitoringartifacts.PrometheusRule {
 	t.Helper()
-	r, err := Read(filepath.Join(root, RuleFile))
+	r, err := monitoringartifacts.Read(filepath.Join(root, monitoringartifacts.RuleFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +179,7 @@ func anchor(heading string) string {
 
 func readDocs(t *testing.T) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root, DocsFile))
+	raw, err := os.ReadFile(filepath.Join(root, monitoringartifacts.DocsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +270,7 @@ func TestComponent(t *testing.T) {
 
 	rule2 := get("PrometheusRule/clustergate")
 	if n := len(field(rule2, "spec", "groups").([]any)); n != len(readRule(t).Spec.Groups) {
-		t.Errorf("the built PrometheusRule has %d groups, the file %d", n, len(readRule(t).Spec.Groups))
+		t.Errorf("the built monitoringartifacts.PrometheusRule has %d groups, the file %d", n, len(readRule(t).Spec.Groups))
 	}
 	dashboard := get("ConfigMap/clustergate-dashboard")
 	if str(dashboard, "metadata", "labels", "grafana_dashboard") != "1" {
@@ -302,7 +309,7 @@ var metricName = regexp.MustCompile(`[a-z_]*:?clustergate_[a-z0-9_]+(:[a-z0-9_]+
 // recording rule.
 func TestDashboardAsksForKnownMetrics(t *testing.T) {
 	known := map[string]bool{}
-	for _, m := range DocumentedMetrics(readDocs(t)) {
+	for _, m := range monitoringartifacts.DocumentedMetrics(readDocs(t)) {
 		for _, suffix := range []string{"", "_bucket", "_count", "_sum"} {
 			known[m+suffix] = true
 		}
@@ -312,7 +319,7 @@ func TestDashboardAsksForKnownMetrics(t *testing.T) {
 			known[r.Record] = r.Record != ""
 		}
 	}
-	queries, err := DashboardQueries(filepath.Join(root, DashboardFile))
+	queries, err := monitoringartifacts.DashboardQueries(filepath.Join(root, monitoringartifacts.DashboardFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
@@ -91,6 +92,10 @@ type Options struct {
 	ExternalURL, ExternalCAFile string
 	ExecCommand                 string
 	ExecArgs                    []string
+	// DataPlane configures the data plane's listener; DataPlaneURL and
+	// DataPlaneCAFile point session kubeconfigs at it.
+	DataPlane                     dataplane.Config
+	DataPlaneURL, DataPlaneCAFile string
 
 	// LeaderElect runs the writing controllers on one elected replica.
 	LeaderElect bool
@@ -222,6 +227,16 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ExecCommand, "kubeconfig-exec-command", o.ExecCommand,
 		"Exec credential plugin (for example kubelogin) of the user in session kubeconfigs; empty leaves the user to the caller.")
 	fs.StringArrayVar(&o.ExecArgs, "kubeconfig-exec-arg", o.ExecArgs, "Argument of --kubeconfig-exec-command; repeat for more.")
+	fs.StringVar(&o.DataPlane.Address, "data-plane-address", o.DataPlane.Address,
+		"host:port of the data plane's listener, which serves /sessions/<namespace>/<name>/<path on the target> to callers with a bearer JWT of the session's owner; empty turns it off.")
+	fs.StringVar(&o.DataPlane.AuthenticationConfigFile, "data-plane-authentication-config", o.DataPlane.AuthenticationConfigFile,
+		"AuthenticationConfiguration (apiserver.config.k8s.io/v1, kube-apiserver's --authentication-config format) of the JWT issuers the data plane accepts; required with --data-plane-address.")
+	fs.StringVar(&o.DataPlane.TLSCertFile, "data-plane-tls-cert-file", o.DataPlane.TLSCertFile,
+		"Certificate of the data plane's listener; empty presents the serving certificate.")
+	fs.StringVar(&o.DataPlane.TLSKeyFile, "data-plane-tls-private-key-file", o.DataPlane.TLSKeyFile, "Key of --data-plane-tls-cert-file.")
+	fs.StringVar(&o.DataPlaneURL, "data-plane-external-url", o.DataPlaneURL,
+		"URL users reach the data plane with (a gateway in front of --data-plane-address); session kubeconfigs then point at it plus the session's path instead of the aggregated proxy.")
+	fs.StringVar(&o.DataPlaneCAFile, "data-plane-ca-file", o.DataPlaneCAFile, "CA bundle that verifies --data-plane-external-url, put into session kubeconfigs.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Run the controllers that write on one replica, elected with a Lease in the core cluster.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the controllers' Lease.")
 }
@@ -299,6 +314,19 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", o.ExternalURL))
 		}
 	}
+	if o.DataPlane.Address != "" {
+		if _, _, err := dataplane.ReadAuthenticationConfig(o.DataPlane.AuthenticationConfigFile); err != nil {
+			errs = append(errs, fmt.Errorf("--data-plane-authentication-config: %w", err))
+		}
+	}
+	if (o.DataPlane.TLSCertFile == "") != (o.DataPlane.TLSKeyFile == "") {
+		errs = append(errs, fmt.Errorf("--data-plane-tls-cert-file and --data-plane-tls-private-key-file go together"))
+	}
+	if o.DataPlaneURL != "" {
+		if u, err := url.Parse(o.DataPlaneURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--data-plane-external-url must be an https URL, got %q", o.DataPlaneURL))
+		}
+	}
 	if o.ClientQPS <= 0 || o.ClientBurst < 1 {
 		errs = append(errs, fmt.Errorf("--controller-qps and --controller-burst must be positive"))
 	}
@@ -357,13 +385,19 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		}))
 	}
 	serverConfig.LongRunningFunc = apiserver.LongRunning
-	kubeconfig := sessionstorage.KubeconfigConfig{ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs}
-	if o.ExternalCAFile != "" {
-		ca, err := os.ReadFile(o.ExternalCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--external-ca-file: %w", err)
+	kubeconfig := sessionstorage.KubeconfigConfig{ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs, DataPlaneURL: o.DataPlaneURL}
+	for _, ca := range []struct {
+		flag, file string
+		data       *[]byte
+	}{{"--external-ca-file", o.ExternalCAFile, &kubeconfig.CAData}, {"--data-plane-ca-file", o.DataPlaneCAFile, &kubeconfig.DataPlaneCAData}} {
+		if ca.file == "" {
+			continue
 		}
-		kubeconfig.CAData = ca
+		data, err := os.ReadFile(ca.file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ca.flag, err)
+		}
+		*ca.data = data
 	}
 	if o.standalone {
 		klog.InfoS("No core cluster configured (--kubeconfig): running standalone; only system:masters is authorized and SessionOwner is the only admission plugin")
@@ -378,6 +412,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 			SessionMaxPerOwner: o.SessionMaxPerOwner,
 			ProxyLimits:        o.ProxyLimits,
 			Kubeconfig:         kubeconfig,
+			DataPlane:          o.DataPlane,
 			Controllers: controllers.Options{
 				Gardener: o.Gardener, Kubeconfig: o.Kubeconfig, Session: o.Session,
 				LeaderElect: o.LeaderElect, LeaseNamespace: o.LeaderElectionNamespace,

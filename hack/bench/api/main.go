@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 const namespace = "bench-api"
@@ -49,7 +49,7 @@ func main() {
 func run(root string, n, rounds int) error {
 	ctx := context.Background()
 	dir := filepath.Join(root, "_output", "bench-api")
-	cp, err := controlplane.Start(ctx, controlplane.Options{
+	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: dir, BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
 		// Both servers store in the same etcd, so that the comparison is
 		// of the servers, not of two etcds (the embedded one syncs every

@@ -12,12 +12,12 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/clustergate/clustergate/test/controlplane"
+	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 // memory samples clustergate's resident memory and Go heap.
 type memory struct {
-	cp      *controlplane.ControlPlane
+	cp      *localcluster.ControlPlane
 	samples []memorySample
 }
 
@@ -27,7 +27,7 @@ type memorySample struct {
 	heapInUse int64
 }
 
-func newMemory(cp *controlplane.ControlPlane) *memory { return &memory{cp: cp} }
+func newMemory(cp *localcluster.ControlPlane) *memory { return &memory{cp: cp} }
 
 // sample records the memory now; a failed reading is printed and recorded
 // as zero, so that a run still prints its table.

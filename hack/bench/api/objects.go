@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 // crd serves the same objects as Sessions from kube-apiserver itself.
@@ -60,7 +60,7 @@ func crdObject(i int) string {
 }
 
 // timedCreate writes n objects into one file and times kubectl create -f.
-func timedCreate(ctx context.Context, cp *controlplane.ControlPlane, dir, name string, n int, object func(int) string) (time.Duration, error) {
+func timedCreate(ctx context.Context, cp *localcluster.ControlPlane, dir, name string, n int, object func(int) string) (time.Duration, error) {
 	var manifest bytes.Buffer
 	for i := range n {
 		manifest.WriteString("---\n")
@@ -116,7 +116,7 @@ func createKubeconfigs(ctx context.Context, cfg *rest.Config, kubeconfigPath str
 		_, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(namespace).Create(ctx, &v1alpha1.GardenerClusterKubeconfig{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: v1alpha1.GardenerClusterKubeconfigSpec{
-				Shoot:      v1alpha1.ShootReference{Name: controlplane.Shoot},
+				Shoot:      v1alpha1.ShootReference{Name: localcluster.Shoot},
 				Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Name: secret.Name}},
 			},
 		}, metav1.CreateOptions{})

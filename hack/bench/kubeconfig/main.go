@@ -30,10 +30,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
-	"github.com/clustergate/clustergate/test/controlplane"
 )
 
 const namespace = "bench"
@@ -54,7 +54,7 @@ func main() {
 
 func run(root string, n int, expiration time.Duration, ratio float64, qps, workers int) error {
 	ctx := context.Background()
-	cp, err := controlplane.Start(ctx, controlplane.Options{
+	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
 		ClustergateArgs: []string{
 			"--kubeconfig-expiration=" + expiration.String(),
@@ -150,7 +150,7 @@ func createObjects(ctx context.Context, client versioned.Interface, n int) error
 				if _, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(namespace).Create(ctx, &v1alpha1.GardenerClusterKubeconfig{
 					ObjectMeta: metav1.ObjectMeta{Name: name},
 					Spec: v1alpha1.GardenerClusterKubeconfigSpec{
-						Shoot:      v1alpha1.ShootReference{Name: controlplane.Shoot},
+						Shoot:      v1alpha1.ShootReference{Name: localcluster.Shoot},
 						Kubeconfig: v1alpha1.KubeconfigTarget{Secret: v1alpha1.SecretKeyReference{Name: "kubeconfig-" + name}},
 					},
 				}, metav1.CreateOptions{}); err != nil {
@@ -256,7 +256,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 // gardenerRequests counts the kubeconfig requests gardener-apiserver served.
-func gardenerRequests(ctx context.Context, cp *controlplane.ControlPlane) (int, error) {
+func gardenerRequests(ctx context.Context, cp *localcluster.ControlPlane) (int, error) {
 	metrics, err := cp.GardenerMetrics(ctx)
 	if err != nil {
 		return 0, err
@@ -277,7 +277,7 @@ func gardenerRequests(ctx context.Context, cp *controlplane.ControlPlane) (int, 
 }
 
 // rss is the resident memory of the clustergate process.
-func rss(cp *controlplane.ControlPlane) string {
+func rss(cp *localcluster.ControlPlane) string {
 	kib, err := cp.RSSKiB("clustergate")
 	if err != nil {
 		return err.Error()

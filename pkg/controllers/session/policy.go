@@ -12,6 +12,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/dataplane"
 )
 
 // PolicyConfig says how a session's AuthorizationPolicy looks.
@@ -31,7 +32,8 @@ func PolicyName(s *v1alpha1.Session) string {
 }
 
 // DesiredPolicy is the spec of a session's AuthorizationPolicy: DENY any
-// request to the session's direct path from anyone but its owner.
+// request to the session's path on the data plane from anyone but its
+// owner.
 func DesiredPolicy(s *v1alpha1.Session, cfg PolicyConfig) *securityv1beta1.AuthorizationPolicy {
 	principal := strings.ReplaceAll(cfg.PrincipalFormat, "{username}", s.Spec.Owner.Username)
 	return &securityv1beta1.AuthorizationPolicy{
@@ -39,7 +41,7 @@ func DesiredPolicy(s *v1alpha1.Session, cfg PolicyConfig) *securityv1beta1.Autho
 		Action:   securityv1beta1.AuthorizationPolicy_DENY,
 		Rules: []*securityv1beta1.Rule{{
 			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{NotRequestPrincipals: []string{principal}}}},
-			To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: []string{"/sessions/" + s.Namespace + "/" + s.Name + "/*"}}}},
+			To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: []string{dataplane.SessionPath(s.Namespace, s.Name) + "*"}}}},
 		}},
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/registry/session"
 )
 
@@ -24,6 +25,12 @@ type KubeconfigConfig struct {
 	ExternalURL string
 	// CAData verifies ExternalURL; empty trusts the system roots.
 	CAData []byte
+	// DataPlaneURL, when set, is where users reach the data plane; the
+	// kubeconfigs then point at the session's path there instead of the
+	// aggregated proxy.
+	DataPlaneURL string
+	// DataPlaneCAData verifies DataPlaneURL; empty trusts the system roots.
+	DataPlaneCAData []byte
 	// ExecCommand and ExecArgs are the exec credential plugin (for example
 	// kubelogin) that the kubeconfig's user runs; empty leaves the user for
 	// the caller to fill in.
@@ -56,8 +63,8 @@ func (r *KubeconfigREST) Get(ctx context.Context, name string, options *metav1.G
 		return nil, err
 	}
 	s := obj.(*clustergate.Session)
-	if r.config.ExternalURL == "" {
-		return nil, notReady(s, "the server was started without --external-url, so it cannot say where the proxy is")
+	if r.config.ExternalURL == "" && r.config.DataPlaneURL == "" {
+		return nil, notReady(s, "the server was started without --external-url or --data-plane-external-url, so it cannot say where the session is served")
 	}
 	if !apimeta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady) {
 		return nil, notReady(s, "its credentials are being minted")
@@ -72,14 +79,22 @@ func (r *KubeconfigREST) Get(ctx context.Context, name string, options *metav1.G
 	}, nil
 }
 
-// Kubeconfig builds the kubeconfig of a session.
+// Kubeconfig builds the kubeconfig of a session: the data plane's path of
+// the session when the server has one, the aggregated proxy otherwise.
 func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
 	name := fmt.Sprintf("session-%s-%s", s.Namespace, s.Name)
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{
+	cluster := &clientcmdapi.Cluster{
 		Server:                   strings.TrimSuffix(cfg.ExternalURL, "/") + session.ProxyEndpoint(s.Namespace, s.Name),
 		CertificateAuthorityData: cfg.CAData,
 	}
+	if cfg.DataPlaneURL != "" {
+		cluster = &clientcmdapi.Cluster{
+			Server:                   strings.TrimSuffix(cfg.DataPlaneURL, "/") + strings.TrimSuffix(dataplane.SessionPath(s.Namespace, s.Name), "/"),
+			CertificateAuthorityData: cfg.DataPlaneCAData,
+		}
+	}
+	kc.Clusters[name] = cluster
 	user := &clientcmdapi.AuthInfo{}
 	if cfg.ExecCommand != "" {
 		user.Exec = &clientcmdapi.ExecConfig{

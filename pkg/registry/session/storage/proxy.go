@@ -74,9 +74,17 @@ func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options %T", opts))
 	}
+	return r.Open(ctx, name, options.Path, proxy.WayAggregated, responder)
+}
+
+// Open checks that the user in ctx owns the ready, unexpired session name of
+// ctx's namespace and returns the handler that streams a request to path on
+// its target. Both ways in, sessions/proxy and the data plane, go through
+// it, so they cannot disagree on who may use a session.
+func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, responder rest.Responder) (http.Handler, error) {
 	// The path is appended to the target's URL, which may have a path of
 	// its own (a cluster behind a gateway): it may not climb out of it.
-	for _, segment := range strings.Split(options.Path, "/") {
+	for _, segment := range strings.Split(path, "/") {
 		if segment == "." || segment == ".." {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the path through the proxy may not have a %q segment", segment))
 		}
@@ -109,8 +117,8 @@ func (r *ProxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	session.AuditReason(ctx, s)
 	return r.registry.Handler(proxy.Target{
 		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username, Reason: s.Spec.Reason,
-		ExpiresAt: s.Status.ExpiresAt.Time, Backend: backend.URL, Transport: backend.Transport,
-	}, options.Path, responder), nil
+		ExpiresAt: s.Status.ExpiresAt.Time, Backend: backend.URL, Transport: backend.Transport, Way: way,
+	}, path, responder), nil
 }
 
 // check refuses anyone but the owner, and sessions that cannot be used.

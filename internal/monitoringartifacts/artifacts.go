@@ -1,4 +1,4 @@
-package monitoring
+package monitoringartifacts
 
 import (
 	"encoding/json"

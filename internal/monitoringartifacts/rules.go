@@ -1,14 +1,9 @@
-// Package monitoring reads what artifacts/monitoring ships for the local
-// control plane's Prometheus and for the tests: the PrometheusRule, whose
-// groups it writes as a Prometheus rules file, as the Prometheus Operator
-// does; the dashboard's queries; and the metrics docs/monitoring.md lists.
-//
-// Its tests check artifacts/monitoring with the pinned promtool and kubectl's
-// kustomize: the rules pass promtool's checks and their unit tests, every
-// alert is unit-tested and has a runbook, the component builds into what the
-// Prometheus Operator needs, and the dashboard asks only for metrics that
-// exist. `make test-monitoring` builds promtool first.
-package monitoring
+// Package monitoringartifacts reads what artifacts/monitoring ships, for the
+// local control plane's Prometheus and for the tests: the PrometheusRule,
+// whose groups it writes as a Prometheus rules file, as the Prometheus
+// Operator does; the dashboard's queries; and the metrics docs/monitoring.md
+// lists. test/monitoring checks those artifacts with the pinned promtool.
+package monitoringartifacts
 
 import (
 	"bytes"

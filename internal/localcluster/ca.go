@@ -1,4 +1,4 @@
-package controlplane
+package localcluster
 
 import (
 	"crypto"
@@ -65,6 +65,14 @@ func NewCA(dir, name string, rsaKey bool) (*CA, error) {
 // CertPEM returns the CA certificate in PEM.
 func (ca *CA) CertPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})
+}
+
+// Pool returns a certificate pool that trusts the CA, for clients of the
+// servers it serves.
+func (ca *CA) Pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	return pool
 }
 
 // Issue signs a certificate for cn in organizations orgs, valid for the given

@@ -1,9 +1,8 @@
-package controlplane
+package localcluster
 
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clustergate/clustergate/test/monitoring"
+	monitoring "github.com/clustergate/clustergate/internal/monitoringartifacts"
 )
 
 // MetricsReader is the ServiceAccount of artifacts/monitoring that may read
@@ -96,7 +95,7 @@ scrape_configs:
   static_configs:
   - targets: ["127.0.0.1:%[4]d"]
     labels: {namespace: clustergate-system}
-`, interval, tokenFile, cp.aggregatedCA.CertFile, cp.ports.clustergate)
+`, interval, tokenFile, cp.certs.aggregatedCA.CertFile, cp.ports.clustergate)
 	configFile := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configFile, []byte(config), 0o600); err != nil {
 		return nil, err
@@ -221,10 +220,8 @@ func (cp *ControlPlane) ClustergateMetrics(ctx context.Context) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(cp.aggregatedCA.CertPEM())
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "clustergate.clustergate-system.svc"}}}
+		TLSClientConfig: &tls.Config{RootCAs: cp.certs.aggregatedCA.Pool(), ServerName: "clustergate.clustergate-system.svc"}}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cp.ClustergateURL+"/metrics", nil)
 	if err != nil {
 		return nil, err

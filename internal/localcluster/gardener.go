@@ -1,0 +1,71 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"path/filepath"
+	"strconv"
+)
+
+// gardenerGroupVersions are the API group versions gardener-apiserver serves.
+var gardenerGroupVersions = []struct{ Group, Version string }{
+	{"core.gardener.cloud", "v1beta1"},
+	{"core.gardener.cloud", "v1"},
+	{"seedmanagement.gardener.cloud", "v1alpha1"},
+	{"operations.gardener.cloud", "v1alpha1"},
+	{"security.gardener.cloud", "v1alpha1"},
+}
+
+// startGardener starts gardener-apiserver on the garden etcd, registers its
+// APIServices, creates the Project and the Shoot, whose advertised address is
+// the shoot kube-apiserver, and lets clustergate ask for its kubeconfigs.
+func (cp *ControlPlane) startGardener(ctx context.Context) error {
+	serving := cp.certs.gardenerServing
+	if err := cp.start("gardener-apiserver", "gardener-apiserver",
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports.gardener),
+		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd),
+		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
+		"--cluster-identity=clustergate-local",
+		"--kubeconfig="+cp.AdminKubeconfig,
+		"--authentication-kubeconfig="+cp.AdminKubeconfig,
+		"--authorization-kubeconfig="+cp.AdminKubeconfig,
+		"--enable-priority-and-fairness=false",
+	); err != nil {
+		return err
+	}
+	cp.values.GardenerPort = cp.ports.gardener
+	cp.values.GardenerGroupVersions = gardenerGroupVersions
+	cp.values.AggregatedCABundle = base64.StdEncoding.EncodeToString(cp.certs.aggregatedCA.CertPEM())
+	cp.values.Project, cp.values.Shoot = Project, Shoot
+	if err := cp.applyFixture(ctx, cp.AdminKubeconfig, "gardener-apiservices.yaml"); err != nil {
+		return err
+	}
+	for _, gv := range gardenerGroupVersions {
+		if err := cp.waitAPIService(ctx, gv.Version+"."+gv.Group); err != nil {
+			return err
+		}
+	}
+	// Admission in gardener-apiserver reads Projects from its own cache, so a
+	// Shoot may be refused until it has seen the Project: applying again is
+	// harmless.
+	if err := cp.retry(ctx, func() error { return cp.applyFixture(ctx, cp.AdminKubeconfig, "gardener.yaml") }); err != nil {
+		return err
+	}
+	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, cp.ShootURL)
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "patch", "shoot", Shoot,
+		"--subresource=status", "--type=merge", "-p", status); err != nil {
+		return err
+	}
+	// clustergate's identity may request kubeconfigs of the project's Shoots.
+	_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "apply", "-f",
+		filepath.Join(cp.opts.RepoRoot, "artifacts", "gardener", "role.yaml"))
+	return err
+}
+
+// GardenerMetrics returns gardener-apiserver's /metrics, read directly as
+// the garden admin.
+func (cp *ControlPlane) GardenerMetrics(ctx context.Context) ([]byte, error) {
+	return cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "--server", fmt.Sprintf("https://127.0.0.1:%d", cp.ports.gardener),
+		"--certificate-authority", cp.certs.aggregatedCA.CertFile, "get", "--raw", "/metrics")
+}

@@ -1,0 +1,169 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Gardener project and Shoot of the local control plane.
+const (
+	Project = "local"
+	Shoot   = "local"
+)
+
+// NodeName is the shoot's one node, a stand-in kubelet that serves exec
+// (of the commands echo and cat) and port-forward (to an echo service) for
+// pods bound to it.
+const NodeName = "stand-in"
+
+// ShootTargetSecret is the Secret in clustergate-system that holds a
+// kubeconfig of the shoot, for sessions with a cluster target.
+const ShootTargetSecret = "shoot-kubeconfig"
+
+// ClustergateServiceAccount is the identity clustergate has in the garden
+// cluster, as it would have from its ServiceAccount in a real one.
+const ClustergateServiceAccount = "system:serviceaccount:clustergate-system:clustergate"
+
+// Options say where the control plane finds its binaries and keeps its files.
+type Options struct {
+	// Dir holds certificates, kubeconfigs, data and logs. It is emptied first.
+	Dir string
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager,
+	// gardener-apiserver and clustergate-apiserver.
+	BinDir string
+	// RepoRoot is the clustergate checkout, whose artifacts/ are applied.
+	RepoRoot string
+	// Logf reports progress; nil is silent.
+	Logf func(format string, args ...any)
+	// ClustergateArgs are added to clustergate-apiserver's flags.
+	ClustergateArgs []string
+	// SharedEtcd stores clustergate's objects in the garden etcd instead of
+	// its embedded one, so that StartReplica can add replicas; the
+	// APIService's Service then reaches them through a balancer.
+	SharedEtcd bool
+}
+
+// ControlPlane is a running local control plane.
+type ControlPlane struct {
+	opts  Options
+	procs []*process
+	pki   string
+	logs  string
+
+	ports  ports
+	values values
+	// balancer is in front of clustergate's replicas with SharedEtcd.
+	balancer *balancer
+	// certs are the control plane's CAs and certificates, in pki.
+	certs *certificates
+
+	// AdminKubeconfig reaches the garden kube-apiserver as system:masters.
+	AdminKubeconfig string
+	// ShootKubeconfig reaches the shoot kube-apiserver as system:masters.
+	ShootKubeconfig string
+	// GardenURL and ShootURL are the two kube-apiservers.
+	GardenURL, ShootURL string
+	// ShootAuditLog is the shoot kube-apiserver's audit log, one JSON event
+	// per line at level Metadata: what a target sees of proxied requests.
+	ShootAuditLog string
+	// ClustergateURL is clustergate-apiserver itself, without the aggregator.
+	ClustergateURL string
+	// DataPlaneURL is the first replica's data plane, whose JWTs the garden
+	// kube-apiserver issues (see DataPlaneAudience); DataPlaneCAFile
+	// verifies it.
+	DataPlaneURL, DataPlaneCAFile string
+	// TokenExecPlugin is an exec credential plugin that prints a data-plane
+	// token of a garden service account: arguments kubeconfig, namespace,
+	// service account, audience.
+	TokenExecPlugin string
+}
+
+// Start brings the whole control plane up and returns once clustergate's
+// APIService is Available and sessions can be listed through it. On error
+// everything started so far is stopped again.
+func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	cp := &ControlPlane{opts: opts, pki: filepath.Join(opts.Dir, "pki"), logs: filepath.Join(opts.Dir, "logs")}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+			err = fmt.Errorf("%w (logs in %s)", err, cp.logs)
+		}
+	}()
+	if err := os.RemoveAll(opts.Dir); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{cp.pki, cp.logs, filepath.Join(opts.Dir, "data")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	for _, step := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"etcd and kube-apiservers", cp.startKubeAPIServers},
+		{"controller managers", cp.startControllerManagers},
+		{"gardener-apiserver", cp.startGardener},
+		{"clustergate", cp.startClustergate},
+	} {
+		start := time.Now()
+		if err := step.run(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", step.name, err)
+		}
+		opts.Logf("%s ready in %s", step.name, time.Since(start).Round(100*time.Millisecond))
+	}
+	return cp, nil
+}
+
+// Stop stops every process, aggregated servers before the kube-apiservers
+// (a kube-apiserver with aggregated servers attached takes a minute to stop).
+func (cp *ControlPlane) Stop() {
+	for i := len(cp.procs) - 1; i >= 0; i-- {
+		cp.procs[i].stop(15 * time.Second)
+	}
+	cp.procs = nil
+	if cp.balancer != nil {
+		cp.balancer.close()
+	}
+}
+
+// ports are the listening ports of the control plane, all on 127.0.0.1.
+type ports struct {
+	etcd, etcdPeer, garden, shoot, gardenControllers, signer, gardener, clustergate, node, dataPlane int
+}
+
+// freePort is a port of 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// allocatePorts picks every port of the control plane.
+func allocatePorts() (ports, error) {
+	var p ports
+	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.gardenControllers, &p.signer, &p.gardener, &p.clustergate, &p.node, &p.dataPlane} {
+		port, err := freePort()
+		if err != nil {
+			return p, err
+		}
+		*dst = port
+	}
+	return p, nil
+}
+
+// LogDir holds the output of every component, in <component>.log.
+func (cp *ControlPlane) LogDir() string { return cp.logs }
+
+// RepoRoot is the clustergate checkout the control plane was started from.
+func (cp *ControlPlane) RepoRoot() string { return cp.opts.RepoRoot }

@@ -1,0 +1,129 @@
+package dataplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/clustergate/clustergate/pkg/proxy"
+)
+
+func TestParsePath(t *testing.T) {
+	tests := []struct {
+		path                  string
+		namespace, name, rest string
+		ok                    bool
+	}{
+		{path: "/sessions/sre/fix-etcd/api/v1/namespaces", namespace: "sre", name: "fix-etcd", rest: "/api/v1/namespaces", ok: true},
+		{path: "/sessions/sre/fix-etcd/", namespace: "sre", name: "fix-etcd", rest: "/", ok: true},
+		{path: "/sessions/sre/fix-etcd", namespace: "sre", name: "fix-etcd", rest: "/", ok: true},
+		{path: "/sessions/sre"},
+		{path: "/sessions/"},
+		{path: "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix-etcd/proxy/api"},
+		{path: "/sessions/SRE/fix-etcd/api"},
+		{path: "/sessions/sre/Fix_etcd/api"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			ns, name, rest, ok := parsePath(tt.path)
+			if ok != tt.ok || ns != tt.namespace || name != tt.name || rest != tt.rest {
+				t.Errorf("parsePath = %q %q %q %v, want %q %q %q %v", ns, name, rest, ok, tt.namespace, tt.name, tt.rest, tt.ok)
+			}
+		})
+	}
+	if got := SessionPath("sre", "fix-etcd"); got != "/sessions/sre/fix-etcd/" {
+		t.Errorf("SessionPath = %q", got)
+	}
+}
+
+// opener records what it was asked to open and answers with err, or with a
+// handler that writes "proxied".
+type opener struct {
+	err        error
+	user       string
+	namespace  string
+	name, path string
+	way        proxy.Way
+}
+
+func (o *opener) Open(ctx context.Context, name, path string, way proxy.Way, _ rest.Responder) (http.Handler, error) {
+	u, _ := genericapirequest.UserFrom(ctx)
+	o.user, o.name, o.path, o.way = u.GetName(), name, path, way
+	o.namespace, _ = genericapirequest.NamespaceFrom(ctx)
+	if o.err != nil {
+		return nil, o.err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("proxied")) }), nil
+}
+
+// TestHandler: the caller must present a valid token; the owner check and
+// every refusal are the session storage's, passed on as Status objects.
+func TestHandler(t *testing.T) {
+	auth := authenticator.RequestFunc(func(req *http.Request) (*authenticator.Response, bool, error) {
+		switch req.Header.Get("Authorization") {
+		case "Bearer alice":
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "alice"}}, true, nil
+		case "Bearer expired":
+			return nil, false, errors.New("token is expired")
+		}
+		return nil, false, nil
+	})
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions/proxy"}, "fix-etcd",
+		errors.New("only the session's owner may use its proxy"))
+	tests := []struct {
+		name      string
+		path      string
+		token     string
+		openerErr error
+		code      int
+		reason    metav1.StatusReason
+		opened    bool
+	}{
+		{name: "the owner gets through", path: "/sessions/sre/fix-etcd/api/v1/pods", token: "alice", code: http.StatusOK, opened: true},
+		{name: "no token", path: "/sessions/sre/fix-etcd/api", code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized},
+		{name: "a token that does not verify", path: "/sessions/sre/fix-etcd/api", token: "expired", code: http.StatusUnauthorized, reason: metav1.StatusReasonUnauthorized},
+		{name: "someone else's session", path: "/sessions/sre/fix-etcd/api", token: "alice", openerErr: forbidden,
+			code: http.StatusForbidden, reason: metav1.StatusReasonForbidden, opened: true},
+		{name: "not a session's path", path: "/api/v1/pods", token: "alice", code: http.StatusNotFound, reason: metav1.StatusReasonNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &opener{err: tt.openerErr}
+			req := httptest.NewRequest(http.MethodGet, tt.path, nil)
+			if tt.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tt.token)
+			}
+			rec := httptest.NewRecorder()
+			Handler(auth, o).ServeHTTP(rec, req)
+			if rec.Code != tt.code {
+				t.Fatalf("code = %d, want %d: %s", rec.Code, tt.code, rec.Body)
+			}
+			if tt.reason != "" {
+				var s metav1.Status
+				if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil || s.Kind != "Status" || s.Reason != tt.reason {
+					t.Errorf("body = %s, want a Status with reason %s", rec.Body, tt.reason)
+				}
+			}
+			if tt.opened {
+				want := opener{err: tt.openerErr, user: "alice", namespace: "sre", name: "fix-etcd", path: tt.path[len("/sessions/sre/fix-etcd"):], way: proxy.WayDataPlane}
+				if diff := cmp.Diff(want, *o, cmp.AllowUnexported(opener{}), cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+					t.Errorf("opened (-want +got):\n%s", diff)
+				}
+			} else if o.name != "" {
+				t.Errorf("a refused request reached the sessions: %+v", o)
+			}
+		})
+	}
+}

@@ -1,0 +1,199 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/clustergate/clustergate/internal/localcluster"
+	"github.com/clustergate/clustergate/pkg/controllers/session"
+)
+
+// dataPlaneGet sends GET path to the data plane with token (none when
+// empty) and returns the status code and body.
+func dataPlaneGet(t *testing.T, path, token string) (int, string) {
+	t.Helper()
+	ca, err := os.ReadFile(cp.DataPlaneCAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	req, _ := http.NewRequest(http.MethodGet, cp.DataPlaneURL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// token mints a token of the garden's service-account issuer, the data
+// plane's, for a service account of ns.
+func token(t *testing.T, ns, serviceAccount, audience string) string {
+	t.Helper()
+	return strings.TrimSpace(kubectl(t, "-n", ns, "create", "token", serviceAccount, "--audience", audience))
+}
+
+// TestDataPlane: an SRE whose only identity is a service account without
+// any RBAC on the garden but the target grant reaches the session an admin
+// assigned to it through the data plane, with a kubeconfig from
+// sessions/kubeconfig that carries no credential: only an exec plugin that
+// fetches a token of the garden's service-account issuer, a real OIDC
+// issuer with discovery and keys served by kube-apiserver.
+func TestDataPlane(t *testing.T) {
+	ctx := context.Background()
+	_, client := clients(t)
+	ns := namespace(t, "data-plane")
+	kubectl(t, "-n", ns, "create", "serviceaccount", "sre")
+	kubectl(t, "-n", ns, "create", "serviceaccount", "intruder")
+	owner := "system:serviceaccount:" + ns + ":sre"
+	// TargetAccess asks whether the owner holds the access level.
+	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--serviceaccount="+ns+":sre")
+	manifest := strings.Replace(sessionManifest("sre-work", owner), "group: viewer", "group: admin", 1)
+	apply(t, cp.AdminKubeconfig, manifest, "-n", ns)
+	s := waitSessionReady(t, client, ns, "sre-work")
+
+	// A replica that points session kubeconfigs at the data plane, with the
+	// exec plugin users run (kubelogin's stand-in).
+	replica, err := cp.StartReplica(ctx, "clustergate-data-plane",
+		"--data-plane-external-url="+cp.DataPlaneURL, "--data-plane-ca-file="+cp.DataPlaneCAFile,
+		"--kubeconfig-exec-command="+cp.TokenExecPlugin, "--kubeconfig-exec-arg="+cp.AdminKubeconfig,
+		"--kubeconfig-exec-arg="+ns, "--kubeconfig-exec-arg=sre", "--kubeconfig-exec-arg="+localcluster.DataPlaneAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.StopComponent(replica.Name) })
+
+	transport, err := rest.TransportFor(cp.FrontProxyConfig(replica.URL, "admin", "system:masters"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: transport}).Get(replica.URL + "/apis/clustergate.dev/v1alpha1/namespaces/" + ns + "/sessions/sre-work/kubeconfig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct{ Kubeconfig []byte }
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sre := filepath.Join(t.TempDir(), "sre.kubeconfig")
+	if err := os.WriteFile(sre, answer.Kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("the kubeconfig points at the data plane and carries no credential", func(t *testing.T) {
+		kc, err := clientcmd.Load(answer.Kubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := kc.Contexts[kc.CurrentContext]
+		if server := kc.Clusters[ctx.Cluster].Server; server != cp.DataPlaneURL+"/sessions/"+ns+"/sre-work" {
+			t.Errorf("server = %s", server)
+		}
+		u := kc.AuthInfos[ctx.AuthInfo]
+		if u.Token != "" || len(u.ClientKeyData) > 0 || u.Exec == nil || u.Exec.Command != cp.TokenExecPlugin {
+			t.Errorf("user = %+v, want only the exec plugin", u)
+		}
+	})
+	t.Run("kubectl get, watch and exec as the owner", func(t *testing.T) {
+		if out := kubectlAs(t, sre, "get", "namespaces", "-o", "name"); !strings.Contains(out, "namespace/kube-system") {
+			t.Errorf("namespaces through the data plane: %s", out)
+		}
+		if who := kubectlAs(t, sre, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); !strings.HasPrefix(who, "gardener.cloud:admin:") {
+			t.Errorf("the target sees %q, want the session's Gardener admin identity", who)
+		}
+		standInPod(t, "data-plane")
+		if out := kubectlAs(t, sre, "-n", "default", "exec", "data-plane", "--", "echo", "through", "the", "data", "plane"); out != "through the data plane\n" {
+			t.Errorf("exec printed %q", out)
+		}
+	})
+	t.Run("refusals", func(t *testing.T) {
+		path := "/sessions/" + ns + "/sre-work/api"
+		good := token(t, ns, "sre", localcluster.DataPlaneAudience)
+		tampered := good[:len(good)-4] + "AAAA"
+		for _, tt := range []struct {
+			name, token, want string
+			code              int
+		}{
+			{name: "no token", code: http.StatusUnauthorized, want: `"reason":"Unauthorized"`},
+			{name: "bad signature", token: tampered, code: http.StatusUnauthorized, want: `"reason":"Unauthorized"`},
+			{name: "wrong audience", token: token(t, ns, "sre", "kubernetes"), code: http.StatusUnauthorized, want: `"reason":"Unauthorized"`},
+			{name: "someone else's valid token", token: token(t, ns, "intruder", localcluster.DataPlaneAudience), code: http.StatusForbidden,
+				want: "only the session's owner may use its proxy"},
+			{name: "the owner", token: good, code: http.StatusOK, want: `"kind":"APIVersions"`},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				if code, body := dataPlaneGet(t, path, tt.token); code != tt.code || !strings.Contains(body, tt.want) {
+					t.Errorf("%d %s, want %d with %s", code, body, tt.code, tt.want)
+				}
+			})
+		}
+	})
+	t.Run("the Istio policy guards the path the data plane serves", func(t *testing.T) {
+		paths := kubectl(t, "-n", "clustergate-system", "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
+			"-o", "jsonpath={.spec.rules[0].to[0].operation.paths[0]}")
+		prefix, ok := strings.CutSuffix(paths, "*")
+		if !ok {
+			t.Fatalf("policy path %q is not a prefix match", paths)
+		}
+		if code, body := dataPlaneGet(t, prefix+"api", token(t, ns, "sre", localcluster.DataPlaneAudience)); code != http.StatusOK {
+			t.Errorf("the policy's path %q is not one the data plane serves: %d %s", prefix, code, body)
+		}
+		aggregated := "/apis/clustergate.dev/v1alpha1/namespaces/" + ns + "/sessions/sre-work/proxy/api"
+		if strings.HasPrefix(aggregated, prefix) {
+			t.Errorf("the policy claims the aggregated path %s", aggregated)
+		}
+	})
+	t.Run("a watch on the data plane ends when the session is deleted", func(t *testing.T) {
+		ended := watchUntilEnd(t, sre)
+		time.Sleep(time.Second)
+		kubectl(t, "-n", ns, "delete", "session", "sre-work", "--wait=false")
+		deleted := time.Now()
+		select {
+		case last := <-ended:
+			t.Logf("the data-plane watch ended %s after the delete returned: %s", time.Since(deleted).Round(time.Millisecond), last)
+			if !strings.Contains(last, `"type":"ERROR"`) {
+				t.Errorf("last line %q, want a final ERROR event", last)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("the data-plane watch outlived the session by 5 s")
+		}
+	})
+	t.Run("the metrics tell the data plane apart", func(t *testing.T) {
+		transport, err := rest.TransportFor(cp.FrontProxyConfig(cp.ClustergateURL, "admin", "system:masters"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := (&http.Client{Transport: transport}).Get(cp.ClustergateURL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		metrics, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(metrics), "\n") {
+			count, found := strings.CutPrefix(line, `clustergate_proxy_request_duration_seconds_count{verb_class="read",way="data_plane"} `)
+			if found && count != "0" {
+				return
+			}
+		}
+		t.Errorf("no data-plane reads counted in clustergate_proxy_request_duration_seconds")
+	})
+}
