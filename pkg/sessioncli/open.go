@@ -48,7 +48,7 @@ func newOpenCommand(g *globals) *cobra.Command {
 			if !o.wait {
 				return nil
 			}
-			ready, err := g.waitReady(cmd.Context(), created, o.timeout)
+			ready, err := g.waitReady(cmd.Context(), created, o.timeout, false)
 			if err != nil || ready == nil {
 				return err
 			}
@@ -110,9 +110,10 @@ func parseTarget(target string) (v1alpha1.SessionTarget, error) {
 }
 
 // waitReady waits until the session is Ready and returns it, or returns
-// nil when it waits for approval, or an error when it was denied, removed
-// or not Ready in time.
-func (g *globals) waitReady(ctx context.Context, s *v1alpha1.Session, timeout time.Duration) (*v1alpha1.Session, error) {
+// nil when it waits for approval (unless throughApproval: then it waits for
+// the approver too), or an error when it was denied, removed or not Ready
+// in time.
+func (g *globals) waitReady(ctx context.Context, s *v1alpha1.Session, timeout time.Duration, throughApproval bool) (*v1alpha1.Session, error) {
 	c, err := g.client()
 	if err != nil {
 		return nil, err
@@ -120,6 +121,7 @@ func (g *globals) waitReady(ctx context.Context, s *v1alpha1.Session, timeout ti
 	sessions := c.ClustergateV1alpha1().Sessions(s.Namespace)
 	last := s
 	var ready *v1alpha1.Session
+	told := false
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		got, err := sessions.Get(ctx, s.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -133,9 +135,12 @@ func (g *globals) waitReady(ctx context.Context, s *v1alpha1.Session, timeout ti
 			if got.Status.Approvals[n-1].Decision == v1alpha1.ApprovalDenied {
 				return false, fmt.Errorf("session %s: %s", s.Name, describeLast(got))
 			}
-			fmt.Fprintf(g.streams.ErrOut, "session %s waits for approval by a user with the verb approve on sessions: kubectl session approve %s -n %s\n",
-				s.Name, s.Name, s.Namespace)
-			return true, nil
+			if !told {
+				fmt.Fprintf(g.streams.ErrOut, "session %s waits for approval by a user with the verb approve on sessions: kubectl session approve %s -n %s\n",
+					s.Name, s.Name, s.Namespace)
+				told = true
+			}
+			return !throughApproval, nil
 		}
 		if apimeta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.SessionConditionReady) {
 			ready = got

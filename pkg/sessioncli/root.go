@@ -39,7 +39,7 @@ approves them; their expiry starts then.`,
 	cmd.SetErr(streams.ErrOut)
 	g.flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newOpenCommand(g), newListCommand(g), newDecideCommand(g, true), newDecideCommand(g, false),
-		newExtendCommand(g), newRevokeCommand(g))
+		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g))
 	return cmd
 }
 

@@ -48,7 +48,8 @@ func refused(t *testing.T, kubeconfig, ns, want string, args ...string) {
 
 // TestPlugin drives the lifecycle with kubectl session as users would: alice
 // opens a breakglass session that waits, may not approve it herself though
-// an approver, bob approves it, alice lists and extends it, bob approves the
+// an approver, bob approves it, alice fetches its kubeconfig, lists and
+// extends it, bob approves the
 // extension, bob may not revoke it, alice does; then a viewer session with
 // --wait gives a kubeconfig that reaches the target.
 func TestPlugin(t *testing.T) {
@@ -64,7 +65,13 @@ func TestPlugin(t *testing.T) {
 		t.Errorf("open printed %q, want the session's name", out)
 	}
 	refused(t, alice, ns, `"alice" may not approve or deny their own session`, "approve", "bg")
+	refused(t, alice, ns, "waits for approval", "kubeconfig", "bg")
 	mustSession(t, bob, ns, "opening approved by bob", "approve", "bg", "--reason", "INC-9 is real")
+	approved := filepath.Join(t.TempDir(), "bg.kubeconfig")
+	mustSession(t, alice, ns, "kubeconfig written to "+approved, "kubeconfig", "bg", "--wait", "--timeout", "1m", "--kubeconfig-out", approved)
+	if who := kubectlAs(t, approved, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); !strings.HasPrefix(who, "clustergate:session:") {
+		t.Errorf("the approved session's kubeconfig reaches the target as %q", who)
+	}
 	wide := mustSession(t, alice, ns, "INC-9 API down", "list", "-o", "wide")
 	if !strings.Contains(wide, "Approved by bob") {
 		t.Errorf("list -o wide lacks the approval:\n%s", wide)
