@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -33,11 +34,18 @@ type Strategy struct {
 	names.NameGenerator
 
 	policy validation.SessionPolicy
+	// finalize adds the session controller's finalizer at create.
+	finalize bool
 }
 
 // NewStrategy returns the strategy of Sessions under the server's policy.
-func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionPolicy) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy}
+// With finalize, every new Session carries the session controller's
+// finalizer from the start: the controller's first pass then writes only
+// the status, not an update racing the creates of other sessions. Only a
+// server that runs the controller may set it, or nothing would release the
+// finalizer.
+func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionPolicy, finalize bool) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, finalize: finalize}
 }
 
 // NamespaceScoped is true: Sessions live in namespaces.
@@ -54,9 +62,12 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 // the status that are known at creation: the expiry and the proxy endpoint.
 // Writing the expiry here, not in a controller, means no Session ever exists
 // without one.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (st Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	s := obj.(*clustergate.Session)
 	s.Generation = 1
+	if st.finalize && !slices.Contains(s.Finalizers, v1alpha1.SessionFinalizer) {
+		s.Finalizers = append(s.Finalizers, v1alpha1.SessionFinalizer)
+	}
 	s.Status = clustergate.SessionStatus{Endpoint: ProxyEndpoint(s.Namespace, s.Name)}
 	if s.Spec.TTL.Duration > 0 && !s.CreationTimestamp.IsZero() {
 		expiresAt := metav1.NewTime(validation.ExpiresAt(s.CreationTimestamp.Time, s.Spec.TTL.Duration))
