@@ -296,6 +296,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 // next pass, which reports it and decides when to ask again.
 func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
 	obj := o.Object
+	start := c.clock.Now()
 	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
 	if err != nil {
 		reason := gardener.ReasonOf(err)
@@ -342,6 +343,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		writeFailures.WithLabelValues(ReasonSecretWriteFailed).Inc()
 		return err
 	}
+	c.opts.Schedule.Observe(c.clock.Since(start))
 	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
 	c.failures.Forget(obj.UID)
 	writes.WithLabelValues(a.Reason).Inc()
