@@ -40,6 +40,9 @@ type Options struct {
 	Expiration time.Duration
 	// Workers is the number of objects handled in parallel.
 	Workers int
+	// GardenerWorkers is the number of requests to Gardener in flight at
+	// once; zero is Workers.
+	GardenerWorkers int
 }
 
 // Controller keeps the Secrets of GardenerClusterKubeconfigs.
@@ -117,7 +120,11 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 // Run handles objects until ctx ends, then lets go of the informers.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.removeHandlers()
-	go c.gardenerQueue.Run(ctx, c.opts.Workers, c.hasSynced...)
+	gardenerWorkers := c.opts.GardenerWorkers
+	if gardenerWorkers <= 0 {
+		gardenerWorkers = c.opts.Workers
+	}
+	go c.gardenerQueue.Run(ctx, gardenerWorkers, c.hasSynced...)
 	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
 
