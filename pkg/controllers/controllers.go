@@ -119,7 +119,7 @@ func Run(ctx context.Context, cfg Config) error {
 		var factories []informers.SharedInformerFactory
 		if g != nil {
 			// This Secret informer caches only the Secrets the controller owns.
-			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(controllerutil.DropManagedFields),
+			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(kubeconfig.CacheTransform),
 				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
 			// Rotations are spread at half the pace Gardener is asked to
 			// keep: the other half is for new objects, repairs and forced

@@ -2,6 +2,7 @@ package kubeconfig
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,7 +78,7 @@ type Controller struct {
 }
 
 // ManagedSecretSelector selects the Secrets the controller manages; its
-// Secret informer watches only those, so that the cache does not hold every
+// Secret informer (transformed by CacheTransform) watches only those, so that the cache does not hold every
 // Secret of a control plane with 100,000 clusters.
 func ManagedSecretSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate})
@@ -285,9 +286,13 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		}
 		return controllerutil.IgnoreNotFound(err)
 	case SyncSecretMetadata:
-		s := o.Secret.DeepCopy()
-		maps.Copy(s.Labels, SecretLabels(obj))
-		_, err := c.kube.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
+		// A patch of the labels alone: the cached Secret holds no
+		// kubeconfig to send back (CacheTransform).
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": SecretLabels(obj)}})
+		if err != nil {
+			return err
+		}
+		_, err = c.kube.CoreV1().Secrets(o.Secret.Namespace).Patch(ctx, o.Secret.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 		return err
 	case UpdateStatus:
 		return c.applyStatus(ctx, obj, a.Status)
