@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
-	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	monitoring "github.com/clustergate/clustergate/internal/monitoringartifacts"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // compression is how much faster time runs for the e2e Prometheus' rules:
