@@ -145,17 +145,20 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 		return controllerutil.Result{}, err
 	}
 	record(o, a)
-	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: !comesBackAsEvent(a.Type)}, nil
+	_, mintFailed := c.mintFailures.Get(s.UID)
+	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: !comesBackAsEvent(a.Type, mintFailed)}, nil
 }
 
 // comesBackAsEvent tells whether an action's outcome reaches the queue as an
 // event of a cache (Sessions, credentials Secrets, policies). The others
-// (writes on a target, a mint that may fail without writing) are followed
+// (writes on a target, a mint that failed and wrote nothing) are followed
 // by another pass at once. A pass right after a cached write would see the
-// cache from before it and write again: a conflict or AlreadyExists, and a
-// retry with backoff.
-func comesBackAsEvent(t ActionType) bool {
+// cache from before it and write again: a conflict or AlreadyExists, and
+// for a mint a second request to Gardener.
+func comesBackAsEvent(t ActionType, mintFailed bool) bool {
 	switch t {
+	case MintShootCredentials:
+		return !mintFailed
 	case None, UpdateStatus, AddFinalizer, RemoveFinalizer, DeleteSession,
 		CreatePrivateKey, WriteCertificate, DeleteCredentials, ApplyPolicy, DeletePolicy:
 		return true
