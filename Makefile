@@ -8,9 +8,10 @@ BIN := _output/bin
 
 all: build
 
-## build: build clustergate-apiserver into _output/bin
+## build: build clustergate-apiserver and the kubectl plugin kubectl-session into _output/bin
 build:
 	$(GO) build -o $(BIN)/clustergate-apiserver ./cmd/clustergate-apiserver
+	$(GO) build -o $(BIN)/kubectl-session ./cmd/kubectl-session
 
 ## codegen: regenerate deepcopy, defaults, conversion, OpenAPI, clientset, listers, informers
 codegen:

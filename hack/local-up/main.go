@@ -33,7 +33,9 @@ func main() {
 func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error {
 	start := time.Now()
 	logf := func(format string, args ...any) { fmt.Printf("local-up: "+format+"\n", args...) }
-	cp, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf})
+	cp, err := localcluster.Start(ctx, localcluster.Options{Dir: dir, BinDir: bin, RepoRoot: root, Logf: logf,
+		// Admin sessions wait for a second person, so the lifecycle can be tried.
+		ClustergateArgs: []string{"--session-approval-groups=admin"}})
 	if err != nil {
 		return err
 	}
@@ -56,11 +58,15 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", "demo"); err != nil {
 		return err
 	}
-	// The README's user alice may open viewer sessions in demo: her own
-	// sessions, and viewer on every target there. The example session is
-	// hers; the admin keeps the example kubeconfig.
-	for name, role := range map[string]string{"alice-sessions": "clustergate:session-user", "alice-targets": "clustergate:target-viewer"} {
-		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "create", "rolebinding", name, "--clusterrole="+role, "--user=alice"); err != nil {
+	// The README's user alice may open sessions in demo: her own sessions,
+	// viewer on every target there, and admin, which bob, an approver, must
+	// approve. The example session is hers; the admin keeps the example
+	// kubeconfig.
+	for _, b := range []struct{ name, role, user string }{
+		{"alice-sessions", "clustergate:session-user", "alice"}, {"alice-targets", "clustergate:target-viewer", "alice"},
+		{"alice-admin-targets", "clustergate:target-admin", "alice"}, {"bob-approves", "clustergate:session-approver", "bob"},
+	} {
+		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "create", "rolebinding", b.name, "--clusterrole="+b.role, "--user="+b.user); err != nil {
 			return err
 		}
 	}
@@ -125,6 +131,12 @@ The data plane at %s, whose JWTs the garden's service-account issuer signs; the
 session demo/for-sre belongs to the service account demo/sre, which has no RBAC on the garden:
   TOKEN=$(kubectl -n demo create token sre --audience %s)
   curl --cacert %s -H "Authorization: Bearer $TOKEN" %s/sessions/demo/for-sre/api/v1/namespaces
+
+Admin sessions wait for approval (--session-approval-groups=admin); with the plugin:
+  export PATH=$PWD/_output/bin:$PATH
+  kubectl --kubeconfig "$(hack/local-user.sh alice sre)" -n demo session open shoot/local --access admin --ttl 15m --reason INC-1 --name fix --wait
+  kubectl --kubeconfig "$(hack/local-user.sh bob)" -n demo session approve fix --reason "INC-1 is real"
+  kubectl --kubeconfig "$(hack/local-user.sh alice sre)" -n demo session extend fix 10m
 
 %sLogs: %s
 

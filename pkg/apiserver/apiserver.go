@@ -151,6 +151,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"sessions":                          sessions.Session,
 		"sessions/status":                   sessions.Status,
+		"sessions/approval":                 sessions.Approval,
+		"sessions/extension":                sessions.Extension,
 		"sessions/proxy":                    sessions.Proxy,
 		"sessions/kubeconfig":               sessions.Kubeconfig,
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -104,4 +105,22 @@ func ParsePrivateKey(keyPEM []byte) (crypto.Signer, error) {
 		return nil, errors.New("the session's private key is not PEM")
 	}
 	return x509.ParseECPrivateKey(block.Bytes)
+}
+
+// NotAfter is when the client certificate of a kubeconfig's current user
+// expires, or zero when it has none that can be read (a token, say).
+func NotAfter(kubeconfig []byte) time.Time {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return time.Time{}
+	}
+	c := cfg.Contexts[cfg.CurrentContext]
+	if c == nil || cfg.AuthInfos[c.AuthInfo] == nil {
+		return time.Time{}
+	}
+	cert, err := ParseCertificate(cfg.AuthInfos[c.AuthInfo].ClientCertificateData)
+	if err != nil {
+		return time.Time{}
+	}
+	return cert.NotAfter
 }

@@ -27,6 +27,8 @@ type Target struct {
 	Namespace, Name string
 	// Owner is the session's owner.
 	Owner string
+	// Reason is the session's justification, logged with every request.
+	Reason string
 	// ExpiresAt ends every connection of the session.
 	ExpiresAt time.Time
 	// Backend is the target's kube-apiserver.
@@ -122,7 +124,7 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 			}
 			return nil
 		}}
-	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "way", t.Way,
+	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", t.Way,
 		"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
 	return p, nil
 }

@@ -44,11 +44,17 @@ type Registry struct {
 	sessions map[types.UID]*tracked
 	owners   map[string]int
 	nextID   uint64
+	// extended holds the expiry of sessions extended while they had no
+	// connection here, so that a connection opened from an older read of
+	// the session still ends at the new expiry.
+	extended map[types.UID]time.Time
 }
 
 type tracked struct {
 	owner string
 	conns map[uint64]context.CancelCauseFunc
+	// expiresAt is when the timer ends the session.
+	expiresAt time.Time
 	// timer ends the session at its expiry, or forgets it once ended.
 	timer clock.Timer
 	ended error
@@ -56,7 +62,7 @@ type tracked struct {
 
 // NewRegistry returns an empty registry.
 func NewRegistry(clk clock.WithDelayedExecution, limits Limits) *Registry {
-	return &Registry{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{}}
+	return &Registry{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{}, extended: map[types.UID]time.Time{}}
 }
 
 // Open registers a connection of a session. The returned context is
@@ -69,6 +75,9 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 	if t != nil && t.ended != nil {
 		return nil, nil, t.ended
 	}
+	if later, ok := r.extended[uid]; ok && later.After(expiresAt) {
+		expiresAt = later
+	}
 	if !r.clock.Now().Before(expiresAt) {
 		return nil, nil, ErrExpired
 	}
@@ -80,9 +89,7 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 	}
 	if t == nil {
 		t = &tracked{owner: owner, conns: map[uint64]context.CancelCauseFunc{}}
-		// The callback may run inside a fake clock's Step, which holds the
-		// clock: end the session from its own goroutine.
-		t.timer = r.clock.AfterFunc(expiresAt.Sub(r.clock.Now()), func() { go r.End(uid, ErrExpired) })
+		r.expireAt(uid, t, expiresAt)
 		r.sessions[uid] = t
 	}
 	ctx, cancel := context.WithCancelCause(parent)
@@ -106,6 +113,31 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 	return ctx, release, nil
 }
 
+// expireAt sets the timer of t to end its session at expiresAt.
+func (r *Registry) expireAt(uid types.UID, t *tracked, expiresAt time.Time) {
+	t.expiresAt = expiresAt
+	// The callback may run inside a fake clock's Step, which holds the
+	// clock: end the session from its own goroutine.
+	t.timer = r.clock.AfterFunc(expiresAt.Sub(r.clock.Now()), func() { go r.End(uid, ErrExpired) })
+}
+
+// Extend moves the end of a session's connections later, to expiresAt; an
+// earlier expiresAt changes nothing. Open connections keep running.
+func (r *Registry) Extend(uid types.UID, expiresAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := r.sessions[uid]
+	switch {
+	case t == nil:
+		if later, ok := r.extended[uid]; !ok || expiresAt.After(later) {
+			r.extended[uid] = expiresAt
+		}
+	case t.ended == nil && expiresAt.After(t.expiresAt) && t.timer.Stop():
+		// A timer that already fired has ended the session, or is about to.
+		r.expireAt(uid, t, expiresAt)
+	}
+}
+
 // End ends every connection of a session with the given reason and refuses
 // new ones for a while (ErrNotReady until Resume).
 func (r *Registry) End(uid types.UID, reason error) {
@@ -119,6 +151,7 @@ func (r *Registry) End(uid types.UID, reason error) {
 	if t.ended != nil {
 		return
 	}
+	delete(r.extended, uid)
 	t.ended = reason
 	if t.timer != nil {
 		t.timer.Stop()

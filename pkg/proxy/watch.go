@@ -9,9 +9,9 @@ import (
 )
 
 // EndWithSessions ends the connections of a session as soon as the informer
-// reports it deleted, being deleted, or no longer Ready, and resumes it when
-// it is Ready again; forget is called with the UID of each session that is
-// gone.
+// reports it deleted, being deleted, or no longer Ready, resumes it when it
+// is Ready again, and moves their end when its expiry moves later (an
+// extension); forget is called with the UID of each session that is gone.
 func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget func(types.UID)) error {
 	_, err := sessions.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		// Connections may be open before the informer's first list.
@@ -28,6 +28,9 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 			}
 			wasReady := meta.IsStatusConditionTrue(old.Status.Conditions, v1alpha1.SessionConditionReady)
 			ready := meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady)
+			if s.Status.ExpiresAt != nil && (old.Status.ExpiresAt == nil || s.Status.ExpiresAt.After(old.Status.ExpiresAt.Time)) {
+				r.Extend(s.UID, s.Status.ExpiresAt.Time)
+			}
 			switch {
 			case s.DeletionTimestamp != nil:
 				r.End(s.UID, ErrDeleted)

@@ -27,21 +27,26 @@ func run(m *testing.M) int {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	bin := filepath.Join(root, "_output", "bin")
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "gardener-apiserver", "clustergate-apiserver"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "gardener-apiserver", "clustergate-apiserver", "kubectl-session"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s is missing: run `make test-e2e`, which builds it\n", b)
 			return 1
 		}
 	}
+	lifecycleArgs, err := lifecycleSetup(bin, filepath.Join(root, "_output", "e2e-audit"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	start := time.Now()
-	var err error
 	cp, err = localcluster.Start(context.Background(), localcluster.Options{
 		Dir:      filepath.Join(root, "_output", "e2e"),
 		BinDir:   bin,
 		RepoRoot: root,
 		Logf:     func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 		// Replicas share the garden etcd, so a test can add one.
-		SharedEtcd: true,
+		SharedEtcd:      true,
+		ClustergateArgs: lifecycleArgs,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)

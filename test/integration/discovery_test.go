@@ -38,6 +38,8 @@ func TestDiscovery(t *testing.T) {
 		"sessions":                          "namespaced=true short=[sess] categories=[clustergate]",
 		"sessions/status":                   "namespaced=true short=[] categories=[]",
 		"sessions/proxy":                    "namespaced=true short=[] categories=[]",
+		"sessions/approval":                 "namespaced=true short=[] categories=[]",
+		"sessions/extension":                "namespaced=true short=[] categories=[]",
 		"sessions/kubeconfig":               "namespaced=true short=[] categories=[]",
 		"gardenerclusterkubeconfigs":        "namespaced=true short=[gck] categories=[clustergate]",
 		"gardenerclusterkubeconfigs/status": "namespaced=true short=[] categories=[]",
@@ -127,7 +129,7 @@ func TestTable(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}
-	if diff := cmp.Diff([]string{"Name", "Owner", "Target", "Access", "Expires", "Ready", "Expires-At", "Age"}, columns); diff != "" {
+	if diff := cmp.Diff([]string{"Name", "Owner", "Target", "Access", "Expires", "Ready", "Expires-At", "Approval", "Reason", "Age"}, columns); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
 	if len(table.Rows) != 1 || table.Rows[0].Cells[1] != "alice" {

@@ -70,6 +70,9 @@ type Options struct {
 	// SessionMaxPerOwner caps the live sessions of one owner across the
 	// server; 0 is no cap.
 	SessionMaxPerOwner int
+	// SessionLifecycle holds the --session-* flags of approval, extension
+	// and justification; sessionPolicy merges them with the TTLs.
+	SessionLifecycle validation.SessionPolicy
 
 	// Gardener reaches the Gardener project whose Shoots kubeconfigs are for.
 	Gardener gardener.Config
@@ -77,6 +80,8 @@ type Options struct {
 	Kubeconfig kubeconfig.Options
 	// Session configures the Session controller.
 	Session session.Options
+	// sessionApprovalGroups is the flag form of SessionLifecycle.ApprovalGroups.
+	sessionApprovalGroups []string
 	// istioSelector is the flag form of Session.Policy.Selector.
 	istioSelector string
 	// ClientQPS and ClientBurst bound the controllers' requests to the core
@@ -117,6 +122,7 @@ func NewOptions() *Options {
 		SessionMaxTTL:       policy.MaxTTL,
 		SessionAccessGroups: sets.List(policy.AccessGroups),
 		SessionMaxPerOwner:  5,
+		SessionLifecycle:    validation.SessionPolicy{ApprovalTimeout: policy.ApprovalTimeout},
 		Gardener:            gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second},
 		Kubeconfig: kubeconfig.Options{
 			Config:     kubeconfig.Config{RotationRatio: 0.6, ConflictRecheck: 5 * time.Minute, GardenerRetry: 5 * time.Minute},
@@ -189,6 +195,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"Values that spec.accessLevel.group of a Session may take.")
 	fs.IntVar(&o.SessionMaxPerOwner, "session-max-per-owner", o.SessionMaxPerOwner,
 		"Live (neither expired nor deleted) Sessions one owner may have across the server; the next create is refused. Each replica counts in the shared storage; creates of one owner racing on several replicas at once may exceed it by one per further replica. 0 is no limit.")
+	lc := &o.SessionLifecycle
+	fs.BoolVar(&lc.RequireReason, "session-require-reason", lc.RequireReason, "Refuse Sessions without spec.reason (an incident or ticket).")
+	fs.StringSliceVar(&o.sessionApprovalGroups, "session-approval-groups", o.sessionApprovalGroups,
+		"Access groups whose Sessions, and their extensions, wait for an approver holding the verb \"approve\" on sessions (never the owner); their expiry starts at approval.")
+	fs.DurationVar(&lc.ApprovalTimeout, "session-approval-timeout", lc.ApprovalTimeout, "How long a Session may wait for approval before it is removed.")
+	fs.DurationVar(&lc.MaxLifetime, "session-max-lifetime", lc.MaxLifetime,
+		"Latest expiry an extension may give a Session, counted from the start of its access window (creation or approval); 0 is --session-max-ttl.")
 
 	fs.StringVar(&o.Gardener.Kubeconfig, "gardener-kubeconfig", o.Gardener.Kubeconfig, "Kubeconfig of the Gardener API server.")
 	fs.StringVar(&o.Gardener.Project, "gardener-project", o.Gardener.Project,
@@ -249,6 +262,7 @@ func serverNamespace() string {
 // Complete fills in what the flags leave open: an embedded etcd when no
 // --etcd-servers are given, and standalone mode when there is no core cluster.
 func (o *Options) Complete() error {
+	o.Session.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
 	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
 	if err == nil {
 		o.Session.Policy.Selector = selector
@@ -333,11 +347,13 @@ func (o *Options) Validate() error {
 }
 
 func (o *Options) sessionPolicy() validation.SessionPolicy {
-	return validation.SessionPolicy{
-		MinTTL:       o.SessionMinTTL,
-		MaxTTL:       o.SessionMaxTTL,
-		AccessGroups: sets.New(o.SessionAccessGroups...),
+	policy := o.SessionLifecycle
+	policy.MinTTL, policy.MaxTTL = o.SessionMinTTL, o.SessionMaxTTL
+	policy.AccessGroups, policy.ApprovalGroups = sets.New(o.SessionAccessGroups...), sets.New(o.sessionApprovalGroups...)
+	if policy.MaxLifetime == 0 {
+		policy.MaxLifetime = policy.MaxTTL
 	}
+	return policy
 }
 
 // Config builds the server configuration from the options.

@@ -3,7 +3,10 @@
 // verb "assign" on sessions name someone else, and lets only the owner, or
 // users with the verb "revoke" on sessions, change or delete a session, or,
 // in a namespace being deleted, whoever may delete sessions (the namespace
-// controller).
+// controller). Through sessions/approval only holders of the verb "approve"
+// decide, never on their own session or request, as CertificateSigningRequest
+// approval asks for "approve" on the signer; through sessions/extension only
+// holders of "extend" who own the session or hold "assign" extend it.
 package sessionowner
 
 import (
@@ -24,6 +27,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/ownership"
 )
 
@@ -36,6 +40,14 @@ const VerbAssign = "assign"
 // VerbRevoke is the custom verb on sessions that allows changing or
 // deleting a session someone else owns.
 const VerbRevoke = "revoke"
+
+// VerbApprove is the custom verb on sessions that allows approving or
+// denying them through sessions/approval.
+const VerbApprove = "approve"
+
+// VerbExtend is the custom verb on sessions that allows moving their expiry
+// later through sessions/extension.
+const VerbExtend = "extend"
 
 // Register registers the plugin.
 func Register(plugins *admission.Plugins) {
@@ -65,7 +77,7 @@ func New() *Plugin {
 	return &Plugin{Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete)}
 }
 
-// SetAuthorizer sets the authorizer that decides the verbs "assign" and "revoke".
+// SetAuthorizer sets the authorizer that decides the custom verbs.
 func (p *Plugin) SetAuthorizer(a authorizer.Authorizer) { p.authorizer = a }
 
 // SetExternalKubeInformerFactory reads namespaces from the core cluster's
@@ -109,7 +121,12 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 // by anyone but its owner needs the verb "revoke"; for a delete collection
 // this is asked per session.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
-	if a.GetOperation() != admission.Create {
+	switch {
+	case a.GetOperation() == admission.Update && a.GetSubresource() == "approval":
+		return p.validateApproval(ctx, a)
+	case a.GetOperation() == admission.Update && a.GetSubresource() == "extension":
+		return p.validateExtension(ctx, a)
+	case a.GetOperation() != admission.Create:
 		return p.validateChange(ctx, a)
 	}
 	s, requester, err := sessionAndRequester(a, a.GetObject(), "")
@@ -141,16 +158,7 @@ func (p *Plugin) validateChange(ctx context.Context, a admission.Attributes) err
 	if a.GetOperation() == admission.Delete && p.terminating(s.Namespace) {
 		return nil
 	}
-	return authz.Require(ctx, p.authorizer, authorizer.AttributesRecord{
-		User:            requester,
-		Verb:            VerbRevoke,
-		APIGroup:        clustergate.GroupName,
-		APIVersion:      a.GetResource().Version,
-		Resource:        "sessions",
-		Namespace:       s.Namespace,
-		Name:            s.Name,
-		ResourceRequest: true,
-	}, a, fmt.Sprintf("user %q may not change or delete session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q",
+	return p.require(ctx, a, requester, s, VerbRevoke, fmt.Sprintf("user %q may not change or delete session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q",
 		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbRevoke, s.Namespace))
 }
 
@@ -178,6 +186,59 @@ func sessionAndRequester(a admission.Attributes, obj runtime.Object, subresource
 		return nil, nil, admission.NewForbidden(a, errors.New("no authenticated user to own or change the session"))
 	}
 	return s, a.GetUserInfo(), nil
+}
+
+// validateApproval lets holders of "approve" decide on a session, except on
+// one they own or a request they made: four eyes.
+func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) error {
+	s, requester, err := sessionAndRequester(a, a.GetOldObject(), "approval")
+	if s == nil || err != nil {
+		return err
+	}
+	// By name alone: a user recreated under the owner's name, with another
+	// UID, is still no second pair of eyes.
+	if ownership.Is(requester, clustergate.SessionOwner{Username: s.Spec.Owner.Username}) {
+		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny their own session %s/%s: another approver must",
+			requester.GetName(), s.Namespace, s.Name))
+	}
+	if pending := validation.Pending(s); pending != nil && ownership.Is(requester, clustergate.SessionOwner{Username: pending.RequestedBy}) {
+		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny a request they made on session %s/%s: another approver must",
+			requester.GetName(), s.Namespace, s.Name))
+	}
+	return p.require(ctx, a, requester, s, VerbApprove, fmt.Sprintf(
+		"user %q may not approve or deny session %s/%s: that needs the verb %q on sessions in namespace %q",
+		requester.GetName(), s.Namespace, s.Name, VerbApprove, s.Namespace))
+}
+
+// validateExtension lets holders of "extend" extend a session they own; one
+// owned by someone else needs "assign" too, as opening it for them would.
+func (p *Plugin) validateExtension(ctx context.Context, a admission.Attributes) error {
+	s, requester, err := sessionAndRequester(a, a.GetOldObject(), "extension")
+	if s == nil || err != nil {
+		return err
+	}
+	if err := p.require(ctx, a, requester, s, VerbExtend, fmt.Sprintf(
+		"user %q may not extend session %s/%s: that needs the verb %q on sessions in namespace %q",
+		requester.GetName(), s.Namespace, s.Name, VerbExtend, s.Namespace)); err != nil || ownership.Is(requester, s.Spec.Owner) {
+		return err
+	}
+	return p.require(ctx, a, requester, s, VerbAssign, fmt.Sprintf(
+		"user %q may not extend session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q too",
+		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbAssign, s.Namespace))
+}
+
+// require asks whether requester holds verb on session s.
+func (p *Plugin) require(ctx context.Context, a admission.Attributes, requester user.Info, s *clustergate.Session, verb, msg string) error {
+	return authz.Require(ctx, p.authorizer, authorizer.AttributesRecord{
+		User:            requester,
+		Verb:            verb,
+		APIGroup:        clustergate.GroupName,
+		APIVersion:      a.GetResource().Version,
+		Resource:        "sessions",
+		Namespace:       s.Namespace,
+		Name:            s.Name,
+		ResourceRequest: true,
+	}, a, msg)
 }
 
 func (p *Plugin) authorizeAssign(ctx context.Context, a admission.Attributes, requester user.Info, owner string) error {

@@ -80,8 +80,17 @@ func (p *Plugin) ValidateInitialization() error {
 
 // Validate runs after every mutation, so it judges the owner and target the
 // object is stored with. A Session's target and owner never change after
-// create; a GardenerClusterKubeconfig is judged again when its spec changes.
+// create; its owner is judged again when it is extended. A
+// GardenerClusterKubeconfig is judged again when its spec changes.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+	// An extension is access for longer: the owner must still hold it.
+	if a.GetResource().GroupResource() == clustergate.Resource("sessions") && a.GetSubresource() == "extension" && a.GetOperation() == admission.Update {
+		s, ok := a.GetOldObject().(*clustergate.Session)
+		if !ok {
+			return apierrors.NewBadRequest(fmt.Sprintf("expected a Session, got %T", a.GetOldObject()))
+		}
+		return p.validateSession(ctx, a, s)
+	}
 	if a.GetSubresource() != "" {
 		return nil
 	}

@@ -157,6 +157,20 @@ func TestKubeconfigs(t *testing.T) {
 	}
 }
 
+// TestExtensionNeedsTheTargetStill: an owner who lost the grant on the
+// target since the session was opened may not extend it.
+func TestExtensionNeedsTheTargetStill(t *testing.T) {
+	for group, want := range map[string]string{"viewer": "", "admin": `user "alice" may not open "admin" sessions to shoots/local`} {
+		t.Run(group, func(t *testing.T) {
+			p := New()
+			p.SetUnconditionalAuthorizer(&rbac{grants: []grant{{subject: "sre", verb: "viewer", resource: ResourceShoots}}})
+			s := session("sre", alice, group, shoot)
+			err := p.Validate(context.Background(), request(s, s, "sre", "extension", admission.Update, &user.DefaultInfo{Name: "alice"}), nil)
+			checkErr(t, err, want)
+		})
+	}
+}
+
 func TestAuthorizerFailureRefuses(t *testing.T) {
 	p := New()
 	p.SetUnconditionalAuthorizer(&rbac{err: errors.New("webhook down")})

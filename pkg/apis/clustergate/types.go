@@ -27,6 +27,8 @@ type SessionSpec struct {
 	AccessLevel AccessLevel
 	// Target is the cluster the session reaches.
 	Target SessionTarget
+	// Reason is why the session is opened, such as an incident or a ticket.
+	Reason string
 }
 
 // SessionOwner identifies the user a session belongs to.
@@ -77,7 +79,8 @@ type LocalSecretReference struct {
 
 // SessionStatus is what the server observed and decided about a session.
 type SessionStatus struct {
-	// ExpiresAt is creationTimestamp + ttl. It is written once and never changes.
+	// ExpiresAt is when the session ends: creationTimestamp + ttl, or the
+	// approval's time + ttl; an extension moves it later, never earlier.
 	ExpiresAt *metav1.Time
 	// Endpoint is the API path of the session's proxy subresource.
 	Endpoint string
@@ -85,9 +88,56 @@ type SessionStatus struct {
 	BackendURL string
 	// ObservedGeneration is the generation the status was computed for.
 	ObservedGeneration int64
-	// Conditions are CredentialsReady, AuthorizationPolicyReady and Ready.
+	// Conditions are CredentialsReady, AuthorizationPolicyReady, Ready and,
+	// on sessions that need approval, Approved.
 	Conditions []metav1.Condition
+	// Approvals are the requests about the session that need a decision,
+	// oldest first; only the last one may be pending.
+	Approvals []SessionApproval
 }
+
+// SessionApproval is a request about a session that needs a decision, and
+// the decision.
+type SessionApproval struct {
+	// Type says what is asked for: Open or Extend.
+	Type SessionApprovalType
+	// Duration is how much later an extension moves the expiry.
+	Duration *metav1.Duration
+	// RequestedBy is the user who asked.
+	RequestedBy string
+	// RequestedAt is when.
+	RequestedAt metav1.Time
+	// Decision is Pending, Approved or Denied.
+	Decision ApprovalDecision
+	// DecidedBy is the approver, stamped by the server.
+	DecidedBy string
+	// DecidedAt is when the approver decided, stamped by the server.
+	DecidedAt *metav1.Time
+	// Reason is the approver's why.
+	Reason string
+}
+
+// SessionApprovalType says what an approval is about.
+type SessionApprovalType string
+
+const (
+	// ApprovalOpen is the opening of a session.
+	ApprovalOpen SessionApprovalType = "Open"
+	// ApprovalExtend is an extension of a session.
+	ApprovalExtend SessionApprovalType = "Extend"
+)
+
+// ApprovalDecision is the state of an approval.
+type ApprovalDecision string
+
+const (
+	// ApprovalPending waits for an approver.
+	ApprovalPending ApprovalDecision = "Pending"
+	// ApprovalApproved was approved.
+	ApprovalApproved ApprovalDecision = "Approved"
+	// ApprovalDenied was denied.
+	ApprovalDenied ApprovalDecision = "Denied"
+)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 

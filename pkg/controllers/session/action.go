@@ -56,6 +56,9 @@ type Action struct {
 	BackendURL string
 	// RequeueAfter is when to look again if nothing changes before.
 	RequeueAfter time.Duration
+	// Reason and Message are the event of a DeleteSession: why the
+	// session ends.
+	Reason, Message string
 }
 
 // PolicyState is what a pass sees of the session's AuthorizationPolicy.
@@ -96,6 +99,9 @@ type Config struct {
 	CSRPoll time.Duration
 	// RetryAfter is when a session whose target failed is tried again.
 	RetryAfter time.Duration
+	// ApprovalTimeout is how long a session may wait for approval before it
+	// is removed.
+	ApprovalTimeout time.Duration
 }
 
 // NextAction computes the single next step for a session.
@@ -106,10 +112,18 @@ func NextAction(o Observed, cfg Config) Action {
 	}
 	expiresAt := s.Status.ExpiresAt
 	if expiresAt != nil && !o.Now.Before(expiresAt.Time) {
-		return Action{Type: DeleteSession}
+		return Action{Type: DeleteSession, Reason: v1alpha1.SessionReasonExpired,
+			Message: "Session expired at " + expiresAt.UTC().Format(time.RFC3339)}
+	}
+	approval := approvalAction(o, cfg)
+	if approval != nil && approval.Type == DeleteSession {
+		return *approval
 	}
 	if !slices.Contains(s.Finalizers, v1alpha1.SessionFinalizer) {
 		return Action{Type: AddFinalizer}
+	}
+	if approval != nil {
+		return *approval
 	}
 	untilExpiry := time.Duration(0)
 	if expiresAt != nil {
@@ -117,6 +131,19 @@ func NextAction(o Observed, cfg Config) Action {
 	}
 
 	creds, backendURL, pending := credentialsCondition(o, cfg)
+	// An extension may outlast the credentials: a shoot's are minted anew
+	// before they expire, and the proxy's open streams keep the old ones.
+	if pending == nil && s.Spec.Target.Shoot != nil && expiresAt != nil {
+		if at := renewal(credentials.NotAfter(o.Credentials.Data[credentials.KeyKubeconfig]), expiresAt.Time); !at.IsZero() {
+			if f := o.MintFailure; f != nil {
+				at = later(at, f.RetryAt(time.Second, cfg.RetryAfter))
+			}
+			if !o.Now.Before(at) {
+				return Action{Type: MintShootCredentials}
+			}
+			untilExpiry = soonest(untilExpiry, at.Sub(o.Now))
+		}
+	}
 	if pending != nil {
 		if pending.Type == None {
 			return statusOr(o, creds, backendURL, policyCondition(o.Policy), soonest(pending.RequeueAfter, untilExpiry))
@@ -234,6 +261,9 @@ func statusOr(o Observed, creds metav1.Condition, backendURL string, policy meta
 		ready.Reason, ready.Message = "SessionReady", "the session's proxy may be used by its owner until it expires"
 	}
 	want := []metav1.Condition{creds, policy, ready}
+	if approved := approvedCondition(o.Session); approved != nil {
+		want = append(want, *approved)
+	}
 	gen := o.Session.Generation
 	changed := o.Session.Status.BackendURL != backendURL || o.Session.Status.ObservedGeneration != gen
 	for i := range want {

@@ -194,7 +194,7 @@ func TestNextAction(t *testing.T) {
 					sessionReady)}},
 		{name: "expired: delete the session",
 			obs:    Observed{Session: session(), Credentials: minted, Policy: policy, Now: created.Add(time.Hour)},
-			expect: Action{Type: DeleteSession}},
+			expect: Action{Type: DeleteSession, Reason: v1alpha1.SessionReasonExpired, Message: "Session expired at 2026-11-30T11:00:00Z"}},
 		{name: "cluster target: key first",
 			obs:    Observed{Session: session(clusterTarget)},
 			expect: Action{Type: CreatePrivateKey}},

@@ -188,10 +188,11 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 
 	var t *target
 	minting := o.Credentials == nil || len(o.Credentials.Data[credentials.KeyKubeconfig]) == 0
-	if s.Spec.Target.Shoot != nil && minting {
-		if c.gardener == nil {
+	if s.Spec.Target.Shoot != nil {
+		if c.gardener == nil && minting {
 			o.Target = &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "the server has no Gardener project (--gardener-project)"}
 		}
+		// Also while credentials are renewed for an extension.
 		if f, ok := c.mintFailures.Get(s.UID); ok {
 			o.MintFailure = &f
 		}
@@ -286,7 +287,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		uid := s.UID
 		err := sessions.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err == nil {
-			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Expired", "Delete", "Session expired at %s", s.Status.ExpiresAt.UTC().Format(time.RFC3339))
+			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, a.Reason, "Delete", "%s%s", a.Message, forReason(s))
 		}
 		return controllerutil.IgnoreNotFound(err)
 	case AddFinalizer:
@@ -328,7 +329,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		updated.Data = map[string][]byte{credentials.KeyKubeconfig: kubeconfig}
 		_, err = secrets.Update(ctx, updated, update)
 		if err == nil {
-			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "Client certificate issued by %s", o.CSR.Spec.SignerName)
+			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "Client certificate issued by %s%s", o.CSR.Spec.SignerName, forReason(s))
 		}
 		return err
 	case ApplyPolicy:
@@ -338,7 +339,11 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 			metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		return err
 	case UpdateStatus:
-		return c.applyStatus(ctx, s, a)
+		err := c.applyStatus(ctx, s, a)
+		if err == nil {
+			c.recordApproval(s, a.Conditions)
+		}
+		return err
 	case DeleteCredentials:
 		return controllerutil.IgnoreNotFound(secrets.Delete(ctx, o.Credentials.Name, metav1.DeleteOptions{}))
 	case DeleteCSR:
@@ -388,7 +393,7 @@ func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error
 	}
 	if err == nil {
 		c.mintFailures.Forget(s.UID)
-		c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "%s kubeconfig of shoot %s issued by Gardener", level, s.Spec.Target.Shoot.Name)
+		c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "%s kubeconfig of shoot %s issued by Gardener%s", level, s.Spec.Target.Shoot.Name, forReason(s))
 	}
 	return err
 }

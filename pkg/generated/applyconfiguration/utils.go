@@ -39,6 +39,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clustergatev1alpha1.SecretKeyReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Session"):
 		return &clustergatev1alpha1.SessionApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionApproval"):
+		return &clustergatev1alpha1.SessionApprovalApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionOwner"):
 		return &clustergatev1alpha1.SessionOwnerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionSpec"):

@@ -32,6 +32,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.LocalSecretReference{}.OpenAPIModelName():            schema_pkg_apis_clustergate_v1alpha1_LocalSecretReference(ref),
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():              schema_pkg_apis_clustergate_v1alpha1_SecretKeyReference(ref),
 		v1alpha1.Session{}.OpenAPIModelName():                         schema_pkg_apis_clustergate_v1alpha1_Session(ref),
+		v1alpha1.SessionApproval{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionApproval(ref),
 		v1alpha1.SessionKubeconfig{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_SessionKubeconfig(ref),
 		v1alpha1.SessionList{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionList(ref),
 		v1alpha1.SessionOwner{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionOwner(ref),
@@ -476,6 +477,80 @@ func schema_pkg_apis_clustergate_v1alpha1_Session(ref common.ReferenceCallback) 
 	}
 }
 
+func schema_pkg_apis_clustergate_v1alpha1_SessionApproval(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionApproval is a request about a session that needs a decision, and the decision.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Type says what is asked for: Open or Extend.\n\nPossible enum values:\n - `\"Extend\"` is an extension: the expiry moves later by its duration when it is approved.\n - `\"Open\"` is the opening of a session: its access window starts when it is approved.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Extend", "Open"},
+						},
+					},
+					"duration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Duration is how much later an extension moves the expiry.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"requestedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestedBy is the user who asked.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"requestedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequestedAt is when.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"decision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Decision is Pending until an approver decides: Approved or Denied.\n\nPossible enum values:\n - `\"Approved\"` was approved.\n - `\"Denied\"` was denied.\n - `\"Pending\"` waits for an approver.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Approved", "Denied", "Pending"},
+						},
+					},
+					"decidedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DecidedBy is the approver, stamped by the server.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"decidedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DecidedAt is when the approver decided, stamped by the server.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the approver's why; at most 512 characters.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"type", "requestedBy", "requestedAt", "decision"},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_clustergate_v1alpha1_SessionKubeconfig(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -661,7 +736,7 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref common.ReferenceCallba
 				Properties: map[string]spec.Schema{
 					"ttl": {
 						SchemaProps: spec.SchemaProps{
-							Description: "TTL is how long the session lasts, counted from its creation, for example \"1h\". It must lie within the server's --session-min-ttl and --session-max-ttl.",
+							Description: "TTL is how long the session lasts, counted from its creation or, for an access group that needs approval, from its approval, for example \"1h\". It must lie within the server's --session-min-ttl and --session-max-ttl.",
 							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
 						},
 					},
@@ -686,6 +761,13 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref common.ReferenceCallba
 							Ref:         ref(v1alpha1.SessionTarget{}.OpenAPIModelName()),
 						},
 					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is why the session is opened, such as an incident or a ticket; at most 512 characters. Servers started with --session-require-reason refuse a session without one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"ttl", "accessLevel", "target"},
 			},
@@ -704,7 +786,7 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"expiresAt": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ExpiresAt is creationTimestamp + ttl. It is written once and never changes.",
+							Description: "ExpiresAt is when the session ends: creationTimestamp + ttl, or, for an access group that needs approval, the approval's time + ttl (unset until then). An extension moves it later; nothing moves it earlier.",
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
@@ -750,11 +832,29 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref common.ReferenceCall
 							},
 						},
 					},
+					"approvals": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Approvals are the requests about the session that need a decision, oldest first: its opening, for an access group in the server's --session-approval-groups, and each extension of such a session. Only the last one may be pending; it is decided through the approval subresource.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SessionApproval{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.SessionApproval{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

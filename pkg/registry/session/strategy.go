@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/names"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
@@ -34,6 +35,7 @@ type Strategy struct {
 	names.NameGenerator
 
 	policy validation.SessionPolicy
+	clock  clock.PassiveClock
 	// finalize adds the session controller's finalizer at create.
 	finalize bool
 }
@@ -45,7 +47,7 @@ type Strategy struct {
 // server that runs the controller may set it, or nothing would release the
 // finalizer.
 func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionPolicy, finalize bool) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, finalize: finalize}
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, clock: clock.RealClock{}, finalize: finalize}
 }
 
 // NamespaceScoped is true: Sessions live in namespaces.
@@ -59,16 +61,25 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 }
 
 // PrepareForCreate drops any status the client sent and writes the parts of
-// the status that are known at creation: the expiry and the proxy endpoint.
-// Writing the expiry here, not in a controller, means no Session ever exists
-// without one.
-func (st Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+// the status that are known at creation: the proxy endpoint, and either the
+// expiry or, for an access group that needs approval, the pending approval
+// of the opening (the expiry is then written at approval). Writing the
+// expiry here, not in a controller, means no Session is ever usable without
+// one.
+func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	s := obj.(*clustergate.Session)
 	s.Generation = 1
 	if st.finalize && !slices.Contains(s.Finalizers, v1alpha1.SessionFinalizer) {
 		s.Finalizers = append(s.Finalizers, v1alpha1.SessionFinalizer)
 	}
 	s.Status = clustergate.SessionStatus{Endpoint: ProxyEndpoint(s.Namespace, s.Name)}
+	if st.policy.NeedsApproval(s.Spec.AccessLevel.Group) {
+		s.Status.Approvals = []clustergate.SessionApproval{{
+			Type: clustergate.ApprovalOpen, RequestedBy: requester(ctx), RequestedAt: s.CreationTimestamp,
+			Decision: clustergate.ApprovalPending,
+		}}
+		return
+	}
 	if s.Spec.TTL.Duration > 0 && !s.CreationTimestamp.IsZero() {
 		expiresAt := metav1.NewTime(validation.ExpiresAt(s.CreationTimestamp.Time, s.Spec.TTL.Duration))
 		s.Status.ExpiresAt = &expiresAt
@@ -179,6 +190,8 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			{Name: "Expires", Type: "string", Description: "Time left until the session expires."},
 			{Name: "Ready", Type: "string", Description: "Whether the session can be used."},
 			{Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1, Description: "When the session expires."},
+			{Name: "Approval", Type: "string", Priority: 1, Description: "The last approval's decision and approver, for sessions that need one."},
+			{Name: "Reason", Type: "string", Priority: 1, Description: "Why the session was opened."},
 		},
 		Cells: func(s *clustergate.Session, now time.Time) []any {
 			expires, expiresAt := table.None, table.None
@@ -194,10 +207,28 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
 				ready = string(c.Status)
 			}
-			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, expiresAt}
+			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, expiresAt,
+				approvalCell(s.Status.Approvals), table.OrNone(s.Spec.Reason)}
 		},
 		Now: now,
 	}
+}
+
+// approvalCell prints the last approval as "Approved by bob", "Pending"
+// or, for an extension, "Extend Pending".
+func approvalCell(approvals []clustergate.SessionApproval) string {
+	if len(approvals) == 0 {
+		return table.None
+	}
+	a := approvals[len(approvals)-1]
+	cell := string(a.Decision)
+	if a.Type == clustergate.ApprovalExtend {
+		cell = "Extend " + cell
+	}
+	if a.DecidedBy != "" {
+		cell += " by " + a.DecidedBy
+	}
+	return cell
 }
 
 // Target prints a session target as kind/name.

@@ -77,3 +77,11 @@ func Age(t metav1.Time, now time.Time) string {
 	}
 	return duration.HumanDuration(now.Sub(t.Time))
 }
+
+// OrNone prints a string, or None for an empty one.
+func OrNone(s string) string {
+	if s == "" {
+		return None
+	}
+	return s
+}

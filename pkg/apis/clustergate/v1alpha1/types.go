@@ -5,6 +5,8 @@ import (
 )
 
 // +genclient
+// +genclient:method=UpdateApproval,verb=update,subresource=approval
+// +genclient:method=UpdateExtension,verb=update,subresource=extension
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
 // Session is a time-limited, owner-bound break-glass session to a target
@@ -25,9 +27,9 @@ type Session struct {
 
 // SessionSpec is what the creator asked for. It is immutable after create.
 type SessionSpec struct {
-	// TTL is how long the session lasts, counted from its creation, for
-	// example "1h". It must lie within the server's --session-min-ttl and
-	// --session-max-ttl.
+	// TTL is how long the session lasts, counted from its creation or, for an
+	// access group that needs approval, from its approval, for example "1h".
+	// It must lie within the server's --session-min-ttl and --session-max-ttl.
 	TTL metav1.Duration `json:"ttl" protobuf:"bytes,1,opt,name=ttl"`
 	// Owner is the only user who may use the session's proxy. It is stamped
 	// from the creator; naming someone else needs the verb "assign" on sessions.
@@ -37,6 +39,11 @@ type SessionSpec struct {
 	AccessLevel AccessLevel `json:"accessLevel" protobuf:"bytes,3,opt,name=accessLevel"`
 	// Target is the cluster the session reaches.
 	Target SessionTarget `json:"target" protobuf:"bytes,4,opt,name=target"`
+	// Reason is why the session is opened, such as an incident or a ticket;
+	// at most 512 characters. Servers started with --session-require-reason
+	// refuse a session without one.
+	// +optional
+	Reason string `json:"reason,omitempty" protobuf:"bytes,5,opt,name=reason"`
 }
 
 // SessionOwner identifies the user a session belongs to.
@@ -96,7 +103,9 @@ type LocalSecretReference struct {
 
 // SessionStatus is what the server observed and decided about a session.
 type SessionStatus struct {
-	// ExpiresAt is creationTimestamp + ttl. It is written once and never changes.
+	// ExpiresAt is when the session ends: creationTimestamp + ttl, or, for an
+	// access group that needs approval, the approval's time + ttl (unset until
+	// then). An extension moves it later; nothing moves it earlier.
 	// +optional
 	ExpiresAt *metav1.Time `json:"expiresAt,omitempty" protobuf:"bytes,1,opt,name=expiresAt"`
 	// Endpoint is the API path of the session's proxy subresource.
@@ -113,7 +122,66 @@ type SessionStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty" protobuf:"bytes,5,rep,name=conditions"`
+	// Approvals are the requests about the session that need a decision,
+	// oldest first: its opening, for an access group in the server's
+	// --session-approval-groups, and each extension of such a session. Only
+	// the last one may be pending; it is decided through the approval
+	// subresource.
+	// +optional
+	// +listType=atomic
+	Approvals []SessionApproval `json:"approvals,omitempty" protobuf:"bytes,6,rep,name=approvals"`
 }
+
+// SessionApproval is a request about a session that needs a decision, and
+// the decision.
+type SessionApproval struct {
+	// Type says what is asked for: Open or Extend.
+	Type SessionApprovalType `json:"type" protobuf:"bytes,1,opt,name=type,casttype=SessionApprovalType"`
+	// Duration is how much later an extension moves the expiry.
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty" protobuf:"bytes,2,opt,name=duration"`
+	// RequestedBy is the user who asked.
+	RequestedBy string `json:"requestedBy" protobuf:"bytes,3,opt,name=requestedBy"`
+	// RequestedAt is when.
+	RequestedAt metav1.Time `json:"requestedAt" protobuf:"bytes,4,opt,name=requestedAt"`
+	// Decision is Pending until an approver decides: Approved or Denied.
+	Decision ApprovalDecision `json:"decision" protobuf:"bytes,5,opt,name=decision,casttype=ApprovalDecision"`
+	// DecidedBy is the approver, stamped by the server.
+	// +optional
+	DecidedBy string `json:"decidedBy,omitempty" protobuf:"bytes,6,opt,name=decidedBy"`
+	// DecidedAt is when the approver decided, stamped by the server.
+	// +optional
+	DecidedAt *metav1.Time `json:"decidedAt,omitempty" protobuf:"bytes,7,opt,name=decidedAt"`
+	// Reason is the approver's why; at most 512 characters.
+	// +optional
+	Reason string `json:"reason,omitempty" protobuf:"bytes,8,opt,name=reason"`
+}
+
+// SessionApprovalType says what an approval is about.
+// +enum
+type SessionApprovalType string
+
+const (
+	// ApprovalOpen is the opening of a session: its access window starts
+	// when it is approved.
+	ApprovalOpen SessionApprovalType = "Open"
+	// ApprovalExtend is an extension: the expiry moves later by its
+	// duration when it is approved.
+	ApprovalExtend SessionApprovalType = "Extend"
+)
+
+// ApprovalDecision is the state of an approval.
+// +enum
+type ApprovalDecision string
+
+const (
+	// ApprovalPending waits for an approver.
+	ApprovalPending ApprovalDecision = "Pending"
+	// ApprovalApproved was approved.
+	ApprovalApproved ApprovalDecision = "Approved"
+	// ApprovalDenied was denied.
+	ApprovalDenied ApprovalDecision = "Denied"
+)
 
 // Condition types of a Session.
 const (
@@ -123,6 +191,9 @@ const (
 	SessionConditionAuthorizationPolicyReady = "AuthorizationPolicyReady"
 	// SessionConditionReady: the owner may use the session's proxy.
 	SessionConditionReady = "Ready"
+	// SessionConditionApproved: the last approval's decision (Unknown while
+	// it is pending), on sessions that need approval.
+	SessionConditionApproved = "Approved"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

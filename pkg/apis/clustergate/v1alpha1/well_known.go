@@ -81,3 +81,16 @@ const (
 	// annotation the last write honoured.
 	AnnotationForcedBy = "clustergate.dev/forced-by"
 )
+
+// Reasons of a Session's Approved condition and of the events of its
+// lifecycle.
+const (
+	SessionReasonWaitingForApproval          = "WaitingForApproval"
+	SessionReasonApproved                    = "Approved"
+	SessionReasonDenied                      = "Denied"
+	SessionReasonApprovalTimedOut            = "ApprovalTimedOut"
+	SessionReasonExtensionWaitingForApproval = "ExtensionWaitingForApproval"
+	SessionReasonExtensionApproved           = "ExtensionApproved"
+	SessionReasonExtensionDenied             = "ExtensionDenied"
+	SessionReasonExpired                     = "Expired"
+)

@@ -61,6 +61,11 @@ func (in Session) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionApproval) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionApproval"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SessionKubeconfig) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SessionKubeconfig"
 }

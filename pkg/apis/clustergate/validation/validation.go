@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"time"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -23,17 +24,39 @@ type SessionPolicy struct {
 	MinTTL time.Duration
 	// MaxTTL is the longest allowed spec.ttl.
 	MaxTTL time.Duration
+	// MaxLifetime caps how late an extension may move a session's expiry,
+	// counted from the start of its access window (WindowStart).
+	MaxLifetime time.Duration
 	// AccessGroups are the allowed values of spec.accessLevel.group.
 	AccessGroups sets.Set[string]
+	// ApprovalGroups are the access groups whose sessions, and their
+	// extensions, wait for an approver.
+	ApprovalGroups sets.Set[string]
+	// ApprovalTimeout is how long the opening of a session may wait for
+	// approval before the session is removed.
+	ApprovalTimeout time.Duration
+	// RequireReason refuses sessions without spec.reason.
+	RequireReason bool
 }
+
+// MaxReasonLength bounds spec.reason and the reason of an approval: a
+// ticket and a sentence, not a document.
+const MaxReasonLength = 512
+
+// maxApprovals bounds status.approvals: the opening and the extensions of
+// one session.
+const maxApprovals = 32
 
 // DefaultSessionPolicy is the policy of a server started without the
 // --session-* flags.
 func DefaultSessionPolicy() SessionPolicy {
 	return SessionPolicy{
-		MinTTL:       10 * time.Minute,
-		MaxTTL:       24 * time.Hour,
-		AccessGroups: sets.New("admin", "viewer"),
+		MinTTL:          10 * time.Minute,
+		MaxTTL:          24 * time.Hour,
+		MaxLifetime:     24 * time.Hour,
+		AccessGroups:    sets.New("admin", "viewer"),
+		ApprovalGroups:  sets.New[string](),
+		ApprovalTimeout: time.Hour,
 	}
 }
 
@@ -46,14 +69,42 @@ func (p SessionPolicy) Validate() error {
 		return fmt.Errorf("session maximum TTL %s is below the minimum %s", p.MaxTTL, p.MinTTL)
 	case p.AccessGroups.Len() == 0:
 		return fmt.Errorf("at least one session access group is needed")
+	case p.MaxLifetime < p.MaxTTL:
+		return fmt.Errorf("session maximum lifetime %s is below the maximum TTL %s", p.MaxLifetime, p.MaxTTL)
+	case !p.AccessGroups.IsSuperset(p.ApprovalGroups):
+		return fmt.Errorf("session approval groups %v are not all access groups %v", sets.List(p.ApprovalGroups), sets.List(p.AccessGroups))
+	case p.ApprovalTimeout <= 0:
+		return fmt.Errorf("session approval timeout must be positive, got %s", p.ApprovalTimeout)
 	}
 	return nil
 }
 
-// ExpiresAt is when a session created at creation with the given TTL
-// expires, at the one-second precision that object timestamps are stored in.
-func ExpiresAt(creation time.Time, ttl time.Duration) time.Time {
-	return creation.Add(ttl).Truncate(time.Second)
+// NeedsApproval reports whether sessions of an access group wait for an
+// approver.
+func (p SessionPolicy) NeedsApproval(group string) bool { return p.ApprovalGroups.Has(group) }
+
+// WindowStart is when a session's access window started: at its approval,
+// for a session that needed one, otherwise at its creation.
+func WindowStart(s *clustergate.Session) time.Time {
+	if a := s.Status.Approvals; len(a) > 0 && a[0].Type == clustergate.ApprovalOpen && a[0].DecidedAt != nil {
+		return a[0].DecidedAt.Time
+	}
+	return s.CreationTimestamp.Time
+}
+
+// Pending returns the session's approval that waits for a decision, or nil.
+func Pending(s *clustergate.Session) *clustergate.SessionApproval {
+	if a := s.Status.Approvals; len(a) > 0 && a[len(a)-1].Decision == clustergate.ApprovalPending {
+		return &a[len(a)-1]
+	}
+	return nil
+}
+
+// ExpiresAt is when a session whose access window starts at start with the
+// given TTL expires, at the one-second precision that object timestamps are
+// stored in.
+func ExpiresAt(start time.Time, ttl time.Duration) time.Time {
+	return start.Add(ttl).Truncate(time.Second)
 }
 
 // nameIsDNSLabel is used for object names, which end up in URL paths, label
@@ -75,25 +126,20 @@ func ValidateSessionUpdate(newSession, oldSession *clustergate.Session) field.Er
 	return allErrs
 }
 
-// ValidateSessionStatusUpdate validates an update of a Session's status:
-// expiresAt, once set, equals creationTimestamp + ttl and never changes.
+// ValidateSessionStatusUpdate validates an update of a Session's status
+// through the status subresource: expiresAt and the approvals are not the
+// status writer's to change.
 func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
 	statusPath := field.NewPath("status")
 	status, oldStatus := &newSession.Status, &oldSession.Status
-
-	expiresPath := statusPath.Child("expiresAt")
-	switch {
-	case oldStatus.ExpiresAt != nil && status.ExpiresAt == nil:
-		allErrs = append(allErrs, field.Forbidden(expiresPath, "may not be removed once set"))
-	case oldStatus.ExpiresAt != nil && !status.ExpiresAt.Equal(oldStatus.ExpiresAt):
-		allErrs = append(allErrs, field.Invalid(expiresPath, status.ExpiresAt, "field is immutable once set"))
-	case status.ExpiresAt != nil:
-		want := ExpiresAt(newSession.CreationTimestamp.Time, newSession.Spec.TTL.Duration)
-		if !status.ExpiresAt.Time.Equal(want) {
-			allErrs = append(allErrs, field.Invalid(expiresPath, status.ExpiresAt,
-				fmt.Sprintf("must be creationTimestamp + ttl (%s)", want.UTC().Format(time.RFC3339))))
-		}
+	if !apiequality.Semantic.DeepEqual(status.ExpiresAt, oldStatus.ExpiresAt) {
+		allErrs = append(allErrs, field.Forbidden(statusPath.Child("expiresAt"),
+			"is set at creation or approval and moved only through the extension subresource"))
+	}
+	if !apiequality.Semantic.DeepEqual(status.Approvals, oldStatus.Approvals) {
+		allErrs = append(allErrs, field.Forbidden(statusPath.Child("approvals"),
+			"change only through the approval and extension subresources"))
 	}
 	if status.BackendURL != "" {
 		allErrs = append(allErrs, validateHTTPSURL(status.BackendURL, statusPath.Child("backendURL"))...)
@@ -136,7 +182,20 @@ func validateSessionSpec(spec *clustergate.SessionSpec, policy SessionPolicy, fl
 	}
 
 	allErrs = append(allErrs, validateSessionTarget(&spec.Target, fldPath.Child("target"))...)
+
+	reasonPath := fldPath.Child("reason")
+	if spec.Reason == "" && policy.RequireReason {
+		allErrs = append(allErrs, field.Required(reasonPath, "the server requires a reason for every session (--session-require-reason), such as an incident or ticket"))
+	}
+	allErrs = append(allErrs, validateReason(spec.Reason, reasonPath)...)
 	return allErrs
+}
+
+func validateReason(reason string, fldPath *field.Path) field.ErrorList {
+	if len(reason) > MaxReasonLength {
+		return field.ErrorList{field.TooLong(fldPath, "", MaxReasonLength)}
+	}
+	return nil
 }
 
 func validateSessionTarget(target *clustergate.SessionTarget, fldPath *field.Path) field.ErrorList {

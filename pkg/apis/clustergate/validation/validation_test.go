@@ -66,6 +66,9 @@ func TestValidateSession(t *testing.T) {
 		{name: "valid ttl at the minimum", mutate: func(s *clustergate.Session) { s.Spec.TTL.Duration = 10 * time.Minute }},
 		{name: "valid ttl at the maximum", mutate: func(s *clustergate.Session) { s.Spec.TTL.Duration = 24 * time.Hour }},
 		{name: "valid admin access", mutate: func(s *clustergate.Session) { s.Spec.AccessLevel.Group = "admin" }},
+		{name: "valid reason at the maximum", mutate: func(s *clustergate.Session) { s.Spec.Reason = strings.Repeat("r", MaxReasonLength) }},
+		{name: "reason too long", mutate: func(s *clustergate.Session) { s.Spec.Reason = strings.Repeat("r", MaxReasonLength+1) },
+			want: []string{"FieldValueTooLong spec.reason"}},
 
 		{name: "name missing", mutate: func(s *clustergate.Session) { s.Name = "" },
 			want: []string{"FieldValueRequired metadata.name"}},
@@ -160,6 +163,19 @@ func TestValidateSessionRespectsPolicy(t *testing.T) {
 	}
 }
 
+func TestValidateSessionRequiresReason(t *testing.T) {
+	policy := DefaultSessionPolicy()
+	policy.RequireReason = true
+	s := validSession()
+	if diff := cmp.Diff([]string{"FieldValueRequired spec.reason"}, errorPaths(ValidateSession(s, policy))); diff != "" {
+		t.Errorf("without a reason (-want +got):\n%s", diff)
+	}
+	s.Spec.Reason = "INC-4711: etcd is out of space"
+	if errs := ValidateSession(s, policy); len(errs) != 0 {
+		t.Errorf("with a reason: %v", errs)
+	}
+}
+
 func TestValidateSessionUpdate(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -197,15 +213,18 @@ func TestValidateSessionStatusUpdate(t *testing.T) {
 		status    clustergate.SessionStatus
 		want      []string
 	}{
-		{name: "expiry set to creation + ttl", status: clustergate.SessionStatus{ExpiresAt: &expiresAt}},
+		{name: "expiry set through status", status: clustergate.SessionStatus{ExpiresAt: &expiresAt},
+			want: []string{"FieldValueForbidden status.expiresAt"}},
 		{name: "expiry kept", oldStatus: clustergate.SessionStatus{ExpiresAt: &expiresAt},
 			status: clustergate.SessionStatus{ExpiresAt: &expiresAt, BackendURL: "https://127.0.0.1:6443"}},
-		{name: "expiry not creation + ttl",
-			status: clustergate.SessionStatus{ExpiresAt: ptrTime(created.Add(2 * time.Hour))},
-			want:   []string{"FieldValueInvalid status.expiresAt"}},
-		{name: "expiry changed", oldStatus: clustergate.SessionStatus{ExpiresAt: &expiresAt},
+		{name: "expiry moved later through status", oldStatus: clustergate.SessionStatus{ExpiresAt: &expiresAt},
 			status: clustergate.SessionStatus{ExpiresAt: ptrTime(created.Add(time.Hour + time.Second))},
-			want:   []string{"FieldValueInvalid status.expiresAt"}},
+			want:   []string{"FieldValueForbidden status.expiresAt"}},
+		{name: "approvals kept", oldStatus: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{pendingOpen()}},
+			status: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{pendingOpen()}}},
+		{name: "approval decided through status", oldStatus: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{pendingOpen()}},
+			status: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{decided(pendingOpen(), clustergate.ApprovalApproved)}},
+			want:   []string{"FieldValueForbidden status.approvals"}},
 		{name: "expiry removed", oldStatus: clustergate.SessionStatus{ExpiresAt: &expiresAt},
 			want: []string{"FieldValueForbidden status.expiresAt"}},
 		{name: "backend not https", status: clustergate.SessionStatus{BackendURL: "http://127.0.0.1:6443"},
@@ -342,6 +361,11 @@ func TestSessionPolicyValidate(t *testing.T) {
 		{name: "zero minimum", policy: SessionPolicy{MaxTTL: time.Hour, AccessGroups: sets.New("a")}, wantErr: true},
 		{name: "maximum below minimum", policy: SessionPolicy{MinTTL: time.Hour, MaxTTL: time.Minute, AccessGroups: sets.New("a")}, wantErr: true},
 		{name: "no groups", policy: SessionPolicy{MinTTL: time.Minute, MaxTTL: time.Hour, AccessGroups: sets.New[string]()}, wantErr: true},
+		{name: "approval of an access group", policy: withPolicy(func(p *SessionPolicy) { p.ApprovalGroups = sets.New("admin") })},
+		{name: "lifetime at the maximum ttl", policy: withPolicy(func(p *SessionPolicy) { p.MaxLifetime = p.MaxTTL })},
+		{name: "lifetime below the maximum ttl", policy: withPolicy(func(p *SessionPolicy) { p.MaxLifetime = p.MaxTTL - time.Second }), wantErr: true},
+		{name: "approval of an unknown group", policy: withPolicy(func(p *SessionPolicy) { p.ApprovalGroups = sets.New("root") }), wantErr: true},
+		{name: "no approval timeout", policy: withPolicy(func(p *SessionPolicy) { p.ApprovalTimeout = 0 }), wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,6 +374,12 @@ func TestSessionPolicyValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withPolicy(mutate func(*SessionPolicy)) SessionPolicy {
+	p := DefaultSessionPolicy()
+	mutate(&p)
+	return p
 }
 
 func ptrTime(t time.Time) *metav1.Time {

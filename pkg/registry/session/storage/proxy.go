@@ -22,6 +22,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/ownership"
 	"github.com/clustergate/clustergate/pkg/proxy"
+	"github.com/clustergate/clustergate/pkg/registry/session"
 )
 
 // retryAfterSeconds is what a client is told to wait for a session that is
@@ -113,8 +114,9 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("the session's credentials: %w", err))
 	}
+	session.AuditReason(ctx, s)
 	return r.registry.Handler(proxy.Target{
-		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username,
+		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username, Reason: s.Spec.Reason,
 		ExpiresAt: s.Status.ExpiresAt.Time, Backend: backend.URL, Transport: backend.Transport, Way: way,
 	}, path, responder), nil
 }
@@ -130,7 +132,7 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 	case s.DeletionTimestamp != nil:
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s is being deleted", s.Namespace, s.Name))
 	case s.Status.ExpiresAt == nil:
-		return notReady(s, "it has no expiry yet")
+		return notReady(s, "it waits for approval")
 	case !r.clock.Now().Before(s.Status.ExpiresAt.Time):
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
 	}

@@ -25,6 +25,10 @@ type SessionStorage struct {
 	Session *REST
 	// Status serves sessions/status.
 	Status *status.StatusREST
+	// Approval serves sessions/approval: approvers decide there.
+	Approval *status.StatusREST
+	// Extension serves sessions/extension: expiries move later there.
+	Extension *status.StatusREST
 	// Proxy serves sessions/proxy.
 	Proxy *ProxyREST
 	// Kubeconfig serves sessions/kubeconfig.
@@ -80,6 +84,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 	return SessionStorage{
 		Session:    &REST{Store: store, limit: limit},
 		Status:     status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
+		Approval:   status.NewStatusREST(store, session.NewApprovalStrategy(strategy)),
+		Extension:  status.NewStatusREST(store, session.NewExtensionStrategy(strategy)),
 		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, registry: cfg.Proxy.Registry, clock: clock.RealClock{}},
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
 	}, nil

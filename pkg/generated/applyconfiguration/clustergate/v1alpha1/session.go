@@ -78,6 +78,18 @@ func ExtractSession(session *clustergatev1alpha1.Session, fieldManager string) (
 	return ExtractSessionFrom(session, fieldManager, "")
 }
 
+// ExtractSessionApproval extracts the applied configuration owned by fieldManager from
+// session for the approval subresource.
+func ExtractSessionApproval(session *clustergatev1alpha1.Session, fieldManager string) (*SessionApplyConfiguration, error) {
+	return ExtractSessionFrom(session, fieldManager, "approval")
+}
+
+// ExtractSessionExtension extracts the applied configuration owned by fieldManager from
+// session for the extension subresource.
+func ExtractSessionExtension(session *clustergatev1alpha1.Session, fieldManager string) (*SessionApplyConfiguration, error) {
+	return ExtractSessionFrom(session, fieldManager, "extension")
+}
+
 // ExtractSessionStatus extracts the applied configuration owned by fieldManager from
 // session for the status subresource.
 func ExtractSessionStatus(session *clustergatev1alpha1.Session, fieldManager string) (*SessionApplyConfiguration, error) {

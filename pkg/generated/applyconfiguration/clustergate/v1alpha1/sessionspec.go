@@ -16,9 +16,9 @@ import (
 //
 // SessionSpec is what the creator asked for. It is immutable after create.
 type SessionSpecApplyConfiguration struct {
-	// TTL is how long the session lasts, counted from its creation, for
-	// example "1h". It must lie within the server's --session-min-ttl and
-	// --session-max-ttl.
+	// TTL is how long the session lasts, counted from its creation or, for an
+	// access group that needs approval, from its approval, for example "1h".
+	// It must lie within the server's --session-min-ttl and --session-max-ttl.
 	TTL *v1.Duration `json:"ttl,omitempty"`
 	// Owner is the only user who may use the session's proxy. It is stamped
 	// from the creator; naming someone else needs the verb "assign" on sessions.
@@ -27,6 +27,10 @@ type SessionSpecApplyConfiguration struct {
 	AccessLevel *AccessLevelApplyConfiguration `json:"accessLevel,omitempty"`
 	// Target is the cluster the session reaches.
 	Target *SessionTargetApplyConfiguration `json:"target,omitempty"`
+	// Reason is why the session is opened, such as an incident or a ticket;
+	// at most 512 characters. Servers started with --session-require-reason
+	// refuse a session without one.
+	Reason *string `json:"reason,omitempty"`
 }
 
 // SessionSpecApplyConfiguration constructs a declarative configuration of the SessionSpec type for use with
@@ -64,5 +68,13 @@ func (b *SessionSpecApplyConfiguration) WithAccessLevel(value *AccessLevelApplyC
 // If called multiple times, the Target field is set to the value of the last call.
 func (b *SessionSpecApplyConfiguration) WithTarget(value *SessionTargetApplyConfiguration) *SessionSpecApplyConfiguration {
 	b.Target = value
+	return b
+}
+
+// WithReason sets the Reason field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reason field is set to the value of the last call.
+func (b *SessionSpecApplyConfiguration) WithReason(value string) *SessionSpecApplyConfiguration {
+	b.Reason = &value
 	return b
 }

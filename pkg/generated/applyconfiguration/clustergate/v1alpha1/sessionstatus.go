@@ -17,7 +17,9 @@ import (
 //
 // SessionStatus is what the server observed and decided about a session.
 type SessionStatusApplyConfiguration struct {
-	// ExpiresAt is creationTimestamp + ttl. It is written once and never changes.
+	// ExpiresAt is when the session ends: creationTimestamp + ttl, or, for an
+	// access group that needs approval, the approval's time + ttl (unset until
+	// then). An extension moves it later; nothing moves it earlier.
 	ExpiresAt *v1.Time `json:"expiresAt,omitempty"`
 	// Endpoint is the API path of the session's proxy subresource.
 	Endpoint *string `json:"endpoint,omitempty"`
@@ -27,6 +29,12 @@ type SessionStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Conditions are CredentialsReady, AuthorizationPolicyReady and Ready.
 	Conditions []metav1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// Approvals are the requests about the session that need a decision,
+	// oldest first: its opening, for an access group in the server's
+	// --session-approval-groups, and each extension of such a session. Only
+	// the last one may be pending; it is decided through the approval
+	// subresource.
+	Approvals []SessionApprovalApplyConfiguration `json:"approvals,omitempty"`
 }
 
 // SessionStatusApplyConfiguration constructs a declarative configuration of the SessionStatus type for use with
@@ -76,6 +84,19 @@ func (b *SessionStatusApplyConfiguration) WithConditions(values ...*metav1.Condi
 			panic("nil value passed to WithConditions")
 		}
 		b.Conditions = append(b.Conditions, *values[i])
+	}
+	return b
+}
+
+// WithApprovals adds the given value to the Approvals field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Approvals field.
+func (b *SessionStatusApplyConfiguration) WithApprovals(values ...*SessionApprovalApplyConfiguration) *SessionStatusApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithApprovals")
+		}
+		b.Approvals = append(b.Approvals, *values[i])
 	}
 	return b
 }

@@ -40,6 +40,9 @@ type SessionInterface interface {
 	Apply(ctx context.Context, session *applyconfigurationclustergatev1alpha1.SessionApplyConfiguration, opts v1.ApplyOptions) (result *clustergatev1alpha1.Session, err error)
 	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
 	ApplyStatus(ctx context.Context, session *applyconfigurationclustergatev1alpha1.SessionApplyConfiguration, opts v1.ApplyOptions) (result *clustergatev1alpha1.Session, err error)
+	UpdateApproval(ctx context.Context, sessionName string, session *clustergatev1alpha1.Session, opts v1.UpdateOptions) (*clustergatev1alpha1.Session, error)
+	UpdateExtension(ctx context.Context, sessionName string, session *clustergatev1alpha1.Session, opts v1.UpdateOptions) (*clustergatev1alpha1.Session, error)
+
 	SessionExpansion
 }
 
@@ -61,4 +64,36 @@ func newSessions(c *ClustergateV1alpha1Client, namespace string) *sessions {
 			gentype.PrefersProtobuf[*clustergatev1alpha1.Session](),
 		),
 	}
+}
+
+// UpdateApproval takes the top resource name and the representation of a session and updates it. Returns the server's representation of the session, and an error, if there is any.
+func (c *sessions) UpdateApproval(ctx context.Context, sessionName string, session *clustergatev1alpha1.Session, opts v1.UpdateOptions) (result *clustergatev1alpha1.Session, err error) {
+	result = &clustergatev1alpha1.Session{}
+	err = c.GetClient().Put().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("sessions").
+		Name(sessionName).
+		SubResource("approval").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(session).
+		Do(ctx).
+		Into(result)
+	return
+}
+
+// UpdateExtension takes the top resource name and the representation of a session and updates it. Returns the server's representation of the session, and an error, if there is any.
+func (c *sessions) UpdateExtension(ctx context.Context, sessionName string, session *clustergatev1alpha1.Session, opts v1.UpdateOptions) (result *clustergatev1alpha1.Session, err error) {
+	result = &clustergatev1alpha1.Session{}
+	err = c.GetClient().Put().
+		UseProtobufAsDefault().
+		Namespace(c.GetNamespace()).
+		Resource("sessions").
+		Name(sessionName).
+		SubResource("extension").
+		VersionedParams(&opts, scheme.ParameterCodec).
+		Body(session).
+		Do(ctx).
+		Into(result)
+	return
 }

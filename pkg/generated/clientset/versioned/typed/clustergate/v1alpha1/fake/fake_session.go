@@ -8,10 +8,14 @@ SPDX-License-Identifier: Apache-2.0
 package fake
 
 import (
+	context "context"
+
 	v1alpha1 "github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	clustergatev1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
 	typedclustergatev1alpha1 "github.com/clustergate/clustergate/pkg/generated/clientset/versioned/typed/clustergate/v1alpha1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gentype "k8s.io/client-go/gentype"
+	testing "k8s.io/client-go/testing"
 )
 
 // fakeSessions implements SessionInterface
@@ -37,4 +41,28 @@ func newFakeSessions(fake *FakeClustergateV1alpha1, namespace string) typedclust
 		),
 		fake,
 	}
+}
+
+// UpdateApproval takes the representation of a session and updates it. Returns the server's representation of the session, and an error, if there is any.
+func (c *fakeSessions) UpdateApproval(ctx context.Context, sessionName string, session *v1alpha1.Session, opts v1.UpdateOptions) (result *v1alpha1.Session, err error) {
+	emptyResult := &v1alpha1.Session{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "approval", c.Namespace(), session, opts), &v1alpha1.Session{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.Session), err
+}
+
+// UpdateExtension takes the representation of a session and updates it. Returns the server's representation of the session, and an error, if there is any.
+func (c *fakeSessions) UpdateExtension(ctx context.Context, sessionName string, session *v1alpha1.Session, opts v1.UpdateOptions) (result *v1alpha1.Session, err error) {
+	emptyResult := &v1alpha1.Session{}
+	obj, err := c.Fake.
+		Invokes(testing.NewUpdateSubresourceActionWithOptions(c.Resource(), "extension", c.Namespace(), session, opts), &v1alpha1.Session{})
+
+	if obj == nil {
+		return emptyResult, err
+	}
+	return obj.(*v1alpha1.Session), err
 }

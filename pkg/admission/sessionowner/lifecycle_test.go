@@ -1,0 +1,102 @@
+package sessionowner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+)
+
+// allowVerbs is a fake authorizer that allows each verb on sessions to its
+// users, in namespace "sre" only.
+func allowVerbs(verbs map[string][]string) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+		return allow(attrs.GetVerb(), verbs[attrs.GetVerb()]...).Authorize(ctx, attrs)
+	})
+}
+
+// updateOf returns the attributes of an update of session s through subresource.
+func updateOf(s *clustergate.Session, u user.Info, subresource string) admission.Attributes {
+	return admission.NewAttributesRecord(s.DeepCopy(), s, clustergate.Kind("Session").WithVersion("v1alpha1"), s.Namespace, s.Name,
+		clustergate.Resource("sessions").WithVersion("v1alpha1"), subresource, admission.Update, &metav1.UpdateOptions{}, false, u)
+}
+
+func TestApproval(t *testing.T) {
+	pending := func(requestedBy string) *clustergate.Session {
+		return &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"},
+			Spec: clustergate.SessionSpec{Owner: clustergate.SessionOwner{Username: "alice", UID: "uid-alice"}},
+			Status: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{{
+				Type: clustergate.ApprovalOpen, RequestedBy: requestedBy, Decision: clustergate.ApprovalPending}}}}
+	}
+	inProd := pending("alice")
+	inProd.Namespace = "prod"
+	bob := &user.DefaultInfo{Name: "bob"}
+	tests := []struct {
+		name      string
+		session   *clustergate.Session
+		requester user.Info
+		// want is part of the refusal, empty when allowed.
+		want string
+	}{
+		{name: "an approver", session: pending("alice"), requester: bob},
+		{name: "the owner, though an approver", session: pending("alice"), requester: alice, want: "their own session"},
+		{name: "the owner's name with another UID", session: pending("alice"), requester: &user.DefaultInfo{Name: "alice", UID: "uid-new"},
+			want: "their own session"},
+		{name: "the approver who asked for it", session: pending("bob"), requester: bob, want: "a request they made"},
+		{name: "without approve", session: pending("alice"), requester: root, want: `needs the verb "approve" on sessions`},
+		{name: "approve is per namespace", session: inProd, requester: bob, want: `needs the verb "approve"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New()
+			p.SetAuthorizer(allowVerbs(map[string][]string{VerbApprove: {"alice", "bob"}, VerbRevoke: {"root"}}))
+			err := p.Validate(context.Background(), updateOf(tt.session, tt.requester, "approval"), nil)
+			checkRefusal(t, err, tt.want)
+		})
+	}
+}
+
+func TestExtension(t *testing.T) {
+	aliceOwns := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"},
+		Spec: clustergate.SessionSpec{Owner: clustergate.SessionOwner{Username: "alice", UID: "uid-alice"}}}
+	tests := []struct {
+		name      string
+		verbs     map[string][]string
+		requester user.Info
+		want      string
+	}{
+		{name: "the owner with extend", verbs: map[string][]string{VerbExtend: {"alice"}}, requester: alice},
+		{name: "the owner without extend", verbs: map[string][]string{VerbAssign: {"alice"}}, requester: alice, want: `needs the verb "extend"`},
+		{name: "an assigner with extend", verbs: map[string][]string{VerbExtend: {"root"}, VerbAssign: {"root"}}, requester: root},
+		{name: "someone with extend only", verbs: map[string][]string{VerbExtend: {"root"}}, requester: root, want: `needs the verb "assign" on sessions in namespace "sre" too`},
+		{name: "revoke is not enough", verbs: map[string][]string{VerbRevoke: {"root"}}, requester: root, want: `needs the verb "extend"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New()
+			p.SetAuthorizer(allowVerbs(tt.verbs))
+			err := p.Validate(context.Background(), updateOf(aliceOwns, tt.requester, "extension"), nil)
+			checkRefusal(t, err, tt.want)
+		})
+	}
+}
+
+// checkRefusal wants err nil when want is empty, else a Forbidden that says want.
+func checkRefusal(t *testing.T, err error, want string) {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("Validate: %v", err)
+	case want != "" && !apierrors.IsForbidden(err):
+		t.Fatalf("Validate: got %v, want Forbidden", err)
+	case want != "" && !strings.Contains(err.Error(), want):
+		t.Errorf("the refusal %q does not say %q", err, want)
+	}
+}

@@ -1,0 +1,112 @@
+package validation
+
+import (
+	"fmt"
+	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+)
+
+// ValidateSessionApprovalUpdate validates a decision through the approval
+// subresource, as the strategy prepared it: the last approval, which was
+// pending, is now Approved or Denied, and nothing else of it or of the
+// earlier ones changed. A session that expired, or whose opening waited
+// longer than the policy's approval timeout, can no longer be decided on.
+func ValidateSessionApprovalUpdate(newSession, oldSession *clustergate.Session, policy SessionPolicy, now time.Time) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
+	approvalsPath := field.NewPath("status", "approvals")
+	pending := Pending(oldSession)
+	if pending == nil {
+		return append(allErrs, field.Forbidden(approvalsPath, "nothing about this session waits for approval"))
+	}
+	if err := decidable(oldSession, pending, policy, now); err != "" {
+		return append(allErrs, field.Forbidden(approvalsPath, err))
+	}
+	approvals, oldApprovals := newSession.Status.Approvals, oldSession.Status.Approvals
+	if len(approvals) != len(oldApprovals) {
+		return append(allErrs, field.Invalid(approvalsPath, len(approvals),
+			fmt.Sprintf("must keep its %d entries and decide the last one", len(oldApprovals))))
+	}
+	last := len(approvals) - 1
+	if !apiequality.Semantic.DeepEqual(approvals[:last], oldApprovals[:last]) {
+		allErrs = append(allErrs, field.Forbidden(approvalsPath, "only the last entry, the pending one, may change"))
+	}
+	lastPath := approvalsPath.Index(last)
+	decided, asked := approvals[last], oldApprovals[last]
+	if decided.Type != asked.Type || !apiequality.Semantic.DeepEqual(decided.Duration, asked.Duration) ||
+		decided.RequestedBy != asked.RequestedBy || !decided.RequestedAt.Equal(&asked.RequestedAt) {
+		allErrs = append(allErrs, field.Forbidden(lastPath, "what was asked for may not change, only its decision"))
+	}
+	switch decided.Decision {
+	case clustergate.ApprovalApproved, clustergate.ApprovalDenied:
+	default:
+		allErrs = append(allErrs, field.NotSupported(lastPath.Child("decision"), decided.Decision,
+			[]clustergate.ApprovalDecision{clustergate.ApprovalApproved, clustergate.ApprovalDenied}))
+	}
+	return append(allErrs, validateReason(decided.Reason, lastPath.Child("reason"))...)
+}
+
+// decidable says why a pending approval can no longer be decided, or "".
+func decidable(s *clustergate.Session, pending *clustergate.SessionApproval, policy SessionPolicy, now time.Time) string {
+	switch {
+	case s.DeletionTimestamp != nil:
+		return "the session is being deleted"
+	case s.Status.ExpiresAt != nil && !now.Before(s.Status.ExpiresAt.Time):
+		return fmt.Sprintf("the session expired at %s", formatTime(s.Status.ExpiresAt.Time))
+	case pending.Type == clustergate.ApprovalOpen && !now.Before(s.CreationTimestamp.Add(policy.ApprovalTimeout)):
+		return fmt.Sprintf("the session waited for approval longer than %s (--session-approval-timeout) and is being removed", policy.ApprovalTimeout)
+	}
+	return ""
+}
+
+// ValidateSessionExtensionUpdate validates an extension through the
+// extension subresource, as the strategy prepared it: either expiresAt moved
+// later, or, for a session that needs approval, an Extend approval was
+// added. Either way the new expiry lies within the policy's lifetime cap.
+func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session, policy SessionPolicy, now time.Time) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
+	expiresPath := field.NewPath("status", "expiresAt")
+	approvalsPath := field.NewPath("status", "approvals")
+	current := oldSession.Status.ExpiresAt
+	switch {
+	case oldSession.DeletionTimestamp != nil:
+		return append(allErrs, field.Forbidden(expiresPath, "the session is being deleted"))
+	case current == nil:
+		return append(allErrs, field.Forbidden(expiresPath, "the session waits for approval; it can be extended once approved"))
+	case !now.Before(current.Time):
+		return append(allErrs, field.Forbidden(expiresPath, fmt.Sprintf("the session expired at %s", formatTime(current.Time))))
+	case Pending(oldSession) != nil:
+		return append(allErrs, field.Forbidden(approvalsPath, "an earlier extension waits for approval"))
+	}
+
+	var requested *time.Time
+	if e := newSession.Status.ExpiresAt; e != nil {
+		requested = &e.Time
+	}
+	if n := len(newSession.Status.Approvals); n > len(oldSession.Status.Approvals) {
+		if n > maxApprovals {
+			return append(allErrs, field.TooMany(approvalsPath, n, maxApprovals))
+		}
+		if ext := newSession.Status.Approvals[n-1]; ext.Duration != nil {
+			later := current.Add(ext.Duration.Duration)
+			requested = &later
+		}
+	}
+	if requested == nil || !requested.After(current.Time) {
+		return append(allErrs, field.Invalid(expiresPath, newSession.Status.ExpiresAt,
+			fmt.Sprintf("must be later than the current expiry %s: an extension never moves it earlier", formatTime(current.Time))))
+	}
+	start := WindowStart(oldSession)
+	if limit := start.Add(policy.MaxLifetime); requested.After(limit) {
+		allErrs = append(allErrs, field.Invalid(expiresPath, formatTime(*requested), fmt.Sprintf(
+			"a session may last at most %s from the start of its access window at %s (--session-max-lifetime), until %s",
+			policy.MaxLifetime, formatTime(start), formatTime(limit))))
+	}
+	return allErrs
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -1,0 +1,169 @@
+package session
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/audit"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+)
+
+// ApprovalStrategy is the strategy of the sessions/approval subresource,
+// modelled on CertificateSigningRequest approval: the client sends the
+// session with the decision (Approved or Denied) and reason written into
+// its pending approval; everything else it sends is ignored. The server
+// stamps who decided and when, and on an approval moves the expiry: to the
+// approval's time + ttl for the opening, later by the duration for an
+// extension. Who may decide is the SessionOwner admission plugin's question
+// (the verb "approve", and never on one's own request).
+type ApprovalStrategy struct {
+	Strategy
+}
+
+// NewApprovalStrategy returns the approval strategy of Sessions.
+func NewApprovalStrategy(s Strategy) ApprovalStrategy { return ApprovalStrategy{Strategy: s} }
+
+// GetResetFields says that the approval subresource changes only approvals.
+func (ApprovalStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetAllBut(fieldpath.MakePathOrDie("status", "approvals"))
+}
+
+// PrepareForUpdate keeps the old session and takes only the approvals from
+// the new one; a decision on the pending approval is stamped and applied.
+func (st ApprovalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	newSession, oldSession := obj.(*clustergate.Session), old.(*clustergate.Session)
+	approvals := newSession.Status.Approvals
+	newSession.Spec = oldSession.Spec
+	newSession.Status = *oldSession.Status.DeepCopy()
+	newSession.Status.Approvals = approvals
+
+	n := len(approvals)
+	if n == 0 || n != len(oldSession.Status.Approvals) || oldSession.Status.Approvals[n-1].Decision != clustergate.ApprovalPending {
+		return // validation says what is wrong
+	}
+	decided := &approvals[n-1]
+	if decided.Decision == clustergate.ApprovalPending {
+		return
+	}
+	now := metav1.NewTime(st.clock.Now().Truncate(time.Second))
+	decided.DecidedBy, decided.DecidedAt = requester(ctx), &now
+	audit.AddAuditAnnotations(ctx, AuditDecision, string(decided.Type)+" "+string(decided.Decision), AuditDecisionReason, decided.Reason)
+	AuditReason(ctx, newSession)
+	if decided.Decision != clustergate.ApprovalApproved {
+		return
+	}
+	var expiresAt time.Time
+	switch {
+	case decided.Type == clustergate.ApprovalOpen:
+		expiresAt = validation.ExpiresAt(now.Time, newSession.Spec.TTL.Duration)
+	case decided.Duration != nil && newSession.Status.ExpiresAt != nil:
+		expiresAt = validation.ExpiresAt(newSession.Status.ExpiresAt.Time, decided.Duration.Duration)
+	default:
+		return
+	}
+	newSession.Status.ExpiresAt = &metav1.Time{Time: expiresAt}
+}
+
+// ValidateUpdate validates the decision.
+func (st ApprovalStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSessionApprovalUpdate(obj.(*clustergate.Session), old.(*clustergate.Session), st.policy, st.clock.Now())
+}
+
+// ExtensionStrategy is the strategy of the sessions/extension subresource:
+// the client sends the session with status.expiresAt set to when it wants
+// it to end; everything else it sends is ignored. On a session that needed
+// approval the extension waits for an approver as an Extend approval;
+// otherwise the expiry moves at once. It never moves earlier, and no later
+// than the policy's lifetime cap. Who may extend is the SessionOwner
+// admission plugin's question (the verb "extend", and the owner or a holder
+// of "assign").
+type ExtensionStrategy struct {
+	Strategy
+}
+
+// NewExtensionStrategy returns the extension strategy of Sessions.
+func NewExtensionStrategy(s Strategy) ExtensionStrategy { return ExtensionStrategy{Strategy: s} }
+
+// GetResetFields says that the extension subresource changes only the expiry.
+func (ExtensionStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return resetAllBut(fieldpath.MakePathOrDie("status", "expiresAt"))
+}
+
+// PrepareForUpdate keeps the old session and applies the requested expiry,
+// or records it as an extension waiting for approval.
+func (st ExtensionStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	newSession, oldSession := obj.(*clustergate.Session), old.(*clustergate.Session)
+	requested := newSession.Status.ExpiresAt
+	newSession.Spec = oldSession.Spec
+	newSession.Status = *oldSession.Status.DeepCopy()
+	current := oldSession.Status.ExpiresAt
+	if requested == nil || current == nil || !requested.After(current.Time) {
+		newSession.Status.ExpiresAt = requested // validation says what is wrong
+		return
+	}
+	later := requested.Truncate(time.Second)
+	if len(oldSession.Status.Approvals) == 0 {
+		newSession.Status.ExpiresAt = &metav1.Time{Time: later}
+		return
+	}
+	newSession.Status.Approvals = append(newSession.Status.Approvals, clustergate.SessionApproval{
+		Type:        clustergate.ApprovalExtend,
+		Duration:    &metav1.Duration{Duration: later.Sub(current.Time)},
+		RequestedBy: requester(ctx),
+		RequestedAt: metav1.NewTime(st.clock.Now().Truncate(time.Second)),
+		Decision:    clustergate.ApprovalPending,
+	})
+}
+
+// ValidateUpdate validates the extension.
+func (st ExtensionStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSessionExtensionUpdate(obj.(*clustergate.Session), old.(*clustergate.Session), st.policy, st.clock.Now())
+}
+
+// resetAllBut says that a subresource ignores the spec and every status
+// field except kept.
+func resetAllBut(kept fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
+	reset := fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
+	for _, f := range []string{"expiresAt", "endpoint", "backendURL", "observedGeneration", "conditions", "approvals"} {
+		if p := fieldpath.MakePathOrDie("status", f); !p.Equals(kept) {
+			reset.Insert(p)
+		}
+	}
+	return map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(v1alpha1.SchemeGroupVersion.String()): reset}
+}
+
+// Audit annotations on requests about a session: the audit event itself says
+// who and when.
+const (
+	// AuditSessionReason is the session's spec.reason, on every proxied request
+	// and every decision.
+	AuditSessionReason = "clustergate.dev/session-reason"
+	// AuditDecision is what an approver decided: "Open Approved", say.
+	AuditDecision = "clustergate.dev/decision"
+	// AuditDecisionReason is the approver's reason.
+	AuditDecisionReason = "clustergate.dev/decision-reason"
+)
+
+// AuditReason puts the session's justification into the audit event of the
+// request in ctx.
+func AuditReason(ctx context.Context, s *clustergate.Session) {
+	if s.Spec.Reason != "" {
+		audit.AddAuditAnnotation(ctx, AuditSessionReason, s.Spec.Reason)
+	}
+}
+
+// requester is the name of the user making the request.
+func requester(ctx context.Context) string {
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		return u.GetName()
+	}
+	return ""
+}

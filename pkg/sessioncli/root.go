@@ -1,0 +1,82 @@
+// Package sessioncli is the kubectl-session plugin: it opens, lists,
+// approves, denies, extends and revokes clustergate Sessions with the
+// caller's kubeconfig and kubectl's global flags (-n, --kubeconfig,
+// --context, ...). Every refusal comes back as the server's Status message.
+package sessioncli
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	clustergatev1alpha1 "github.com/clustergate/clustergate/pkg/generated/clientset/versioned/typed/clustergate/v1alpha1"
+)
+
+// globals are kubectl's global flags and the streams of one invocation.
+type globals struct {
+	flags   *genericclioptions.ConfigFlags
+	streams genericiooptions.IOStreams
+}
+
+// NewCommand returns the `kubectl session` command with its subcommands.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	g := &globals{flags: genericclioptions.NewConfigFlags(true), streams: streams}
+	cmd := &cobra.Command{
+		Use:   "kubectl session",
+		Short: "Open, list, approve, deny, extend and revoke clustergate break-glass sessions",
+		Long: `Sessions are time-limited, owner-bound sessions to a target cluster. Sessions of
+access groups that need approval wait until another user with the verb "approve"
+approves them; their expiry starts then.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	g.flags.AddFlags(cmd.PersistentFlags())
+	cmd.AddCommand(newOpenCommand(g), newListCommand(g), newDecideCommand(g, true), newDecideCommand(g, false),
+		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g))
+	return cmd
+}
+
+// namespace is the namespace of -n, or of the kubeconfig's context.
+func (g *globals) namespace() (string, error) {
+	ns, _, err := g.flags.ToRawKubeConfigLoader().Namespace()
+	return ns, err
+}
+
+// client returns the clientset of the caller's kubeconfig.
+func (g *globals) client() (versioned.Interface, error) {
+	cfg, err := g.flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return versioned.NewForConfig(cfg)
+}
+
+// sessions returns the client of the Sessions in the namespace.
+func (g *globals) sessions() (clustergatev1alpha1.SessionInterface, string, error) {
+	ns, err := g.namespace()
+	if err != nil {
+		return nil, "", err
+	}
+	c, err := g.client()
+	if err != nil {
+		return nil, "", err
+	}
+	return c.ClustergateV1alpha1().Sessions(ns), ns, nil
+}
+
+// Message is what the plugin prints for an error: the server's Status
+// message for an API error, the error itself otherwise.
+func Message(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,142 @@
+package sessioncli
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+)
+
+func TestParseTarget(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    v1alpha1.SessionTarget
+		wantErr bool
+	}{
+		{in: "shoot/local", want: v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: "local"}}},
+		{in: "cluster/mc-1", want: v1alpha1.SessionTarget{Cluster: &v1alpha1.ClusterTarget{KubeconfigSecretRef: v1alpha1.LocalSecretReference{Name: "mc-1"}}}},
+		{in: "local", wantErr: true},
+		{in: "shoot/", wantErr: true},
+		{in: "pod/x", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseTarget(tt.in)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("parseTarget(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("target (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOpenSession(t *testing.T) {
+	o := &openOptions{access: "admin", ttl: time.Hour, reason: "INC-1", owner: "bob"}
+	s, err := o.session("shoot/local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.GenerateName != "session-" || s.Name != "" || s.Spec.Owner.Username != "bob" || s.Spec.Reason != "INC-1" ||
+		s.Spec.AccessLevel.Group != "admin" || s.Spec.TTL.Duration != time.Hour {
+		t.Errorf("session = %+v", s)
+	}
+	o.name = "fix"
+	if s, _ := o.session("shoot/local"); s.Name != "fix" || s.GenerateName != "" {
+		t.Errorf("with --name: %+v", s.ObjectMeta)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	pending := v1alpha1.SessionApproval{Type: v1alpha1.ApprovalOpen, Decision: v1alpha1.ApprovalPending}
+	approved := v1alpha1.SessionApproval{Type: v1alpha1.ApprovalOpen, Decision: v1alpha1.ApprovalApproved}
+	tests := []struct {
+		name      string
+		approvals []v1alpha1.SessionApproval
+		want      []v1alpha1.SessionApproval
+		wantErr   bool
+	}{
+		{name: "pending opening", approvals: []v1alpha1.SessionApproval{pending},
+			want: []v1alpha1.SessionApproval{{Type: v1alpha1.ApprovalOpen, Decision: v1alpha1.ApprovalDenied, Reason: "no"}}},
+		{name: "nothing pending", approvals: []v1alpha1.SessionApproval{approved}, want: []v1alpha1.SessionApproval{approved}, wantErr: true},
+		{name: "no approvals", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &v1alpha1.Session{Status: v1alpha1.SessionStatus{Approvals: tt.approvals}}
+			if err := decide(s, v1alpha1.ApprovalDenied, "no"); (err != nil) != tt.wantErr {
+				t.Fatalf("decide: %v, want error %v", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.want, s.Status.Approvals); diff != "" {
+				t.Errorf("approvals (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"30m": 30 * time.Minute, "1s": time.Second, "0s": 0, "-1m": 0, "soon": 0, "10ms": 0} {
+		got, err := parseDuration(in)
+		if got != want || (want == 0) != (err != nil) {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
+
+func TestDescribeLast(t *testing.T) {
+	expires := metav1.NewTime(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC))
+	s := &v1alpha1.Session{Status: v1alpha1.SessionStatus{ExpiresAt: &expires, Approvals: []v1alpha1.SessionApproval{
+		{Type: v1alpha1.ApprovalExtend, Duration: &metav1.Duration{Duration: 30 * time.Minute}, Decision: v1alpha1.ApprovalApproved, DecidedBy: "bob"}}}}
+	if got, want := describeLast(s), "extension by 30m0s approved by bob; expires at 2026-11-30T11:00:00Z"; got != want {
+		t.Errorf("describeLast = %q, want %q", got, want)
+	}
+}
+
+// TestArguments runs the command with bad arguments: each is refused before
+// any server is asked.
+func TestArguments(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{args: []string{"open", "shoot/local", "--ttl", "1h"}, want: `required flag(s) "access" not set`},
+		{args: []string{"open", "--access", "admin", "--ttl", "1h"}, want: "accepts 1 arg(s)"},
+		{args: []string{"open", "pod/x", "--access", "admin", "--ttl", "1h"}, want: "must be shoot/NAME or cluster/NAME"},
+		{args: []string{"extend", "s", "soon"}, want: "is not a duration"},
+		{args: []string{"extend", "s"}, want: "accepts 2 arg(s)"},
+		{args: []string{"approve"}, want: "accepts 1 arg(s)"},
+		{args: []string{"revoke"}, want: "either one session or --user"},
+		{args: []string{"revoke", "s", "--user", "bob"}, want: "either one session or --user"},
+		{args: []string{"list", "-o", "table"}, want: "unknown output format"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+			cmd.SetArgs(append(tt.args, "--kubeconfig", "/nonexistent"))
+			err := cmd.Execute()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMessage(t *testing.T) {
+	forbidden := apierrors.NewForbidden(v1alpha1.Resource("sessions"), "s", errors.New("no"))
+	if got := Message(forbidden); got != forbidden.ErrStatus.Message {
+		t.Errorf("Message = %q, want the Status message %q", got, forbidden.ErrStatus.Message)
+	}
+	if got := Message(errors.New("plain")); got != "plain" {
+		t.Errorf("Message = %q", got)
+	}
+}
