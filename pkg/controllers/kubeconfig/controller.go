@@ -70,12 +70,9 @@ type Controller struct {
 
 	// pending remembers, per object, the kubeconfig this replica wrote last
 	// until the Secret cache shows it: a pass that sees an older Secret must
-	// not ask Gardener again. handedOver is when each object waiting for
-	// Gardener was handed to gardenerQueue: the schedule's lead is the time
-	// from there to the written Secret, the wait for a worker included.
-	pendingMu  sync.Mutex
-	pending    map[types.NamespacedName]pendingWrite
-	handedOver map[types.NamespacedName]time.Time
+	// not ask Gardener again.
+	pendingMu sync.Mutex
+	pending   map[types.NamespacedName]pendingWrite
 	// failures are Gardener's failed requests, observed by the next pass.
 	failures *controllerutil.Failures
 }
@@ -94,12 +91,11 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, gardener: g, clock: clk, recorder: recorder,
-		objects:    objects.Lister(),
-		secrets:    secrets.Lister(),
-		hasSynced:  []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
-		pending:    map[types.NamespacedName]pendingWrite{},
-		handedOver: map[types.NamespacedName]time.Time{},
-		failures:   controllerutil.NewFailures(),
+		objects:   objects.Lister(),
+		secrets:   secrets.Lister(),
+		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
+		pending:   map[types.NamespacedName]pendingWrite{},
+		failures:  controllerutil.NewFailures(),
 	}
 	c.queue = controllerutil.NewQueue("kubeconfig-controller", clk, time.Second, 5*time.Minute, c.sync)
 	c.gardenerQueue = controllerutil.NewQueue("kubeconfig-gardener", clk, time.Second, 5*time.Minute, c.syncGardener)
@@ -149,7 +145,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 	}
 	klog.FromContext(ctx).V(4).Info("Next action", "object", key, "action", action.Type, "reason", action.Reason)
 	if action.Type == WriteKubeconfig {
-		c.handOver(key)
+		c.gardenerQueue.Add(key)
 		return controllerutil.Result{}, nil
 	}
 	return controllerutil.Result{RequeueAfter: action.RequeueAfter}, c.perform(ctx, observed, action)
@@ -161,12 +157,8 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 // queue as an event, and the write's outcome reaches it when done.
 func (c *Controller) syncGardener(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
 	observed, action, err := c.next(ctx, key)
-	if err != nil {
+	if observed.Object == nil || err != nil || action.Type != WriteKubeconfig {
 		return controllerutil.Result{}, err
-	}
-	if observed.Object == nil || action.Type != WriteKubeconfig {
-		c.takeHandedOver(key)
-		return controllerutil.Result{}, nil
 	}
 	if c.cacheBehind(key, observed.Secret) {
 		return controllerutil.Result{RequeueAfter: time.Second}, nil
@@ -176,36 +168,10 @@ func (c *Controller) syncGardener(ctx context.Context, key types.NamespacedName)
 	}
 	// A failure is observed state no informer reports: the main queue
 	// looks at it now. A written Secret reaches it as an event anyway.
-	handedOver := c.takeHandedOver(key)
 	if _, failed := c.failures.Get(observed.Object.UID); failed {
 		c.queue.Add(key)
-	} else {
-		c.opts.Schedule.Observe(c.clock.Since(handedOver))
 	}
 	return controllerutil.Result{}, nil
-}
-
-// handOver queues a pass that asks Gardener, and remembers since when the
-// object waits for it.
-func (c *Controller) handOver(key types.NamespacedName) {
-	c.pendingMu.Lock()
-	if _, ok := c.handedOver[key]; !ok {
-		c.handedOver[key] = c.clock.Now()
-	}
-	c.pendingMu.Unlock()
-	c.gardenerQueue.Add(key)
-}
-
-// takeHandedOver forgets when the object was handed over and returns it.
-func (c *Controller) takeHandedOver(key types.NamespacedName) time.Time {
-	c.pendingMu.Lock()
-	defer c.pendingMu.Unlock()
-	at, ok := c.handedOver[key]
-	delete(c.handedOver, key)
-	if !ok {
-		return c.clock.Now()
-	}
-	return at
 }
 
 // pendingWrite is a kubeconfig written but not yet seen in the cache.
@@ -342,6 +308,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 // next pass, which reports it and decides when to ask again.
 func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
 	obj := o.Object
+	start := c.clock.Now()
 	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
 	if err != nil {
 		reason := gardener.ReasonOf(err)
@@ -388,6 +355,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		writeFailures.WithLabelValues(ReasonSecretWriteFailed).Inc()
 		return err
 	}
+	c.opts.Schedule.Observe(c.clock.Since(start))
 	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
 	c.failures.Forget(obj.UID)
 	writes.WithLabelValues(a.Reason).Inc()

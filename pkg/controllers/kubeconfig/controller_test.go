@@ -4,13 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 )
 
 // TestCacheBehind: after a write, a pass that still sees the old Secret in
@@ -48,26 +46,5 @@ func TestCacheBehind(t *testing.T) {
 				t.Errorf("the record outlived the pass that cleared it")
 			}
 		})
-	}
-}
-
-// TestHandedOver: the lead counts from the first hand-over to Gardener's
-// queue, the wait for a worker included; a second hand-over while the
-// object waits does not restart it, and a taken record is gone.
-func TestHandedOver(t *testing.T) {
-	key := types.NamespacedName{Namespace: "kcp", Name: "c-123"}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	start := clk.Now()
-	c := &Controller{clock: clk, handedOver: map[types.NamespacedName]time.Time{},
-		gardenerQueue: controllerutil.NewQueue("test", clk, time.Second, time.Minute, nil)}
-	c.handOver(key)
-	clk.Step(3 * time.Second)
-	c.handOver(key)
-	clk.Step(2 * time.Second)
-	if got := c.takeHandedOver(key); !got.Equal(start) {
-		t.Errorf("handed over at %s, want the first hand-over %s", got, start)
-	}
-	if got := c.takeHandedOver(key); !got.Equal(clk.Now()) {
-		t.Errorf("a taken record returned %s, want now (no lead)", got)
 	}
 }

@@ -22,8 +22,7 @@ import (
 // busy Gardener (measured: 18 s and a 30 s timeout on a loaded local
 // control plane, where rotations started at their due time were up to 16 s
 // late). So each starts ahead of its slot by the longest of the last
-// latencySamples writes' durations (Observe), from the hand-over to
-// Gardener's queue to the Secret written: the lead.
+// latencySamples writes' durations (Observe), the lead.
 type Schedule struct {
 	interval time.Duration
 
@@ -58,9 +57,8 @@ func NewSchedule(pace float64) *Schedule {
 	return s
 }
 
-// Observe records how long a write took, from its hand-over to the Secret
-// written: the wait for a worker and its client's rate limit, Gardener's
-// answer and the write.
+// Observe records how long a write took, from its start to the Secret
+// written: Gardener's answer, its client's rate limit and the write.
 func (s *Schedule) Observe(took time.Duration) {
 	if s == nil {
 		return
