@@ -22,7 +22,10 @@ import (
 // busy Gardener (measured: 18 s and a 30 s timeout on a loaded local
 // control plane, where rotations started at their due time were up to 16 s
 // late). So each starts ahead of its slot by the longest of the last
-// latencySamples writes' durations (Observe), the lead.
+// latencySamples writes' durations (Observe), the lead. A write's duration
+// counts from its request, not from when it was queued: the queue's wait
+// behind a burst of new objects made the lead minutes long, and every
+// rotation then started at once, minutes early (measured).
 type Schedule struct {
 	interval time.Duration
 
