@@ -135,11 +135,14 @@ func (c CompletedConfig) New() (*Server, error) {
 	optsGetter := c.GenericConfig.RESTOptionsGetter
 	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, sessionstorage.Config{
 		Policy: c.ExtraConfig.SessionPolicy, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.Kubeconfig),
+		// The controllers run unless standalone; the kubeconfig controller
+		// only with a Gardener project.
+		Finalize: !c.ExtraConfig.Standalone,
 	})
 	if err != nil {
 		return nil, err
 	}
-	kubeconfigs, err := gckstorage.NewStorage(Scheme, optsGetter)
+	kubeconfigs, err := gckstorage.NewStorage(Scheme, optsGetter, !c.ExtraConfig.Standalone && c.ExtraConfig.Controllers.Gardener.Project != "")
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,8 @@ func TestServerRBAC(t *testing.T) {
 		{[]string{"list", "leases.coordination.k8s.io", "-n", "clustergate-system"}, "no"},
 		{[]string{"update", "leases.coordination.k8s.io", "-n", "kube-system"}, "no"},
 		{[]string{"patch", "authorizationpolicies.security.istio.io", "-n", "clustergate-system"}, "yes"},
-		{[]string{"list", "authorizationpolicies.security.istio.io", "-n", "clustergate-system"}, "no"},
+		{[]string{"watch", "authorizationpolicies.security.istio.io", "-n", "clustergate-system"}, "yes"},
+		{[]string{"list", "authorizationpolicies.security.istio.io", "-n", "default"}, "no"},
 		{[]string{"create", "certificatesigningrequests.certificates.k8s.io"}, "no"},
 		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, "yes"},
 	}

@@ -28,6 +28,10 @@ import (
 
 const namespace = "bench-api"
 
+// createBatches is how many turns the creates of the CRD objects and the
+// Sessions take.
+const createBatches = 10
+
 // Accept headers as the clients send them.
 var encodings = []struct{ name, accept string }{
 	{"JSON, as kubectl -o json asks", "application/json"},
@@ -82,15 +86,30 @@ func run(root string, n, rounds int) error {
 	mem.sample("idle")
 
 	// Creates with kubectl, one object after the other as kubectl sends
-	// them: the CRD first, so that clustergate's controllers, busy with the
-	// status of new sessions, do not slow the CRD's creates.
-	crdTime, err := timedCreate(ctx, cp, dir, "crd", n, crdObject)
-	if err != nil {
-		return err
+	// them, in batches taking turns, so that the load of a shared machine
+	// weighs on both alike (one phase after the other, the CRD's took 6 min
+	// in one run and 1 min in the next, as the machine's load came and went).
+	profiled := make(chan error, 1)
+	var crdTime, sessionTime time.Duration
+	for b := range createBatches {
+		from, to := b*n/createBatches, (b+1)*n/createBatches
+		took, err := timedCreate(ctx, cp, dir, "crd", from, to, crdObject)
+		if err != nil {
+			return err
+		}
+		crdTime += took
+		if b == 0 {
+			// Where the Session creates' CPU goes: the first 30 s from
+			// their first batch on.
+			go func() { profiled <- mem.cpuProfile(ctx, 30, filepath.Join(dir, "cpu-create.pprof")) }()
+		}
+		if took, err = timedCreate(ctx, cp, dir, "sessions", from, to, sessionObject); err != nil {
+			return err
+		}
+		sessionTime += took
 	}
-	sessionTime, err := timedCreate(ctx, cp, dir, "sessions", n, sessionObject)
-	if err != nil {
-		return err
+	if err := <-profiled; err != nil {
+		fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
 	}
 	fmt.Printf("created %d Sessions in %s, %d CRD objects in %s\n", n, sessionTime.Round(time.Millisecond), n, crdTime.Round(time.Millisecond))
 	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
@@ -154,6 +173,7 @@ func run(root string, n, rounds int) error {
 	fmt.Printf("| RSS per object (%d Sessions + %d kubeconfigs with Secrets) | %d bytes | | | |\n", n, n,
 		(last.rssKiB-mem.samples[0].rssKiB)*1024/(2*n))
 	fmt.Printf("\nheap profile: go tool pprof -sample_index=inuse_space %s\n", filepath.Join(dir, "heap.pprof"))
+	fmt.Printf("CPU profile of 30 s from the first Session batch on: go tool pprof %s\n", filepath.Join(dir, "cpu-create.pprof"))
 	return nil
 }
 

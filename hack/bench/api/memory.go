@@ -84,7 +84,17 @@ func (m *memory) heapInUse(ctx context.Context) (int64, error) {
 
 // heapProfile saves clustergate's heap profile to path.
 func (m *memory) heapProfile(ctx context.Context, path string) error {
-	body, err := m.get(ctx, "/debug/pprof/heap")
+	return m.profile(ctx, "/debug/pprof/heap", path)
+}
+
+// cpuProfile profiles clustergate's CPU for the given time and saves the
+// profile to path.
+func (m *memory) cpuProfile(ctx context.Context, seconds int, path string) error {
+	return m.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), path)
+}
+
+func (m *memory) profile(ctx context.Context, endpoint, path string) error {
+	body, err := m.get(ctx, endpoint)
 	if err != nil {
 		return err
 	}

@@ -59,10 +59,11 @@ func crdObject(i int) string {
 	return fmt.Sprintf("apiVersion: bench.clustergate.dev/v1\nkind: BenchSession\nmetadata: {name: s-%05d}\n%s", i, sessionBody)
 }
 
-// timedCreate writes n objects into one file and times kubectl create -f.
-func timedCreate(ctx context.Context, cp *localcluster.ControlPlane, dir, name string, n int, object func(int) string) (time.Duration, error) {
+// timedCreate writes objects from to to into one file and times kubectl
+// create -f.
+func timedCreate(ctx context.Context, cp *localcluster.ControlPlane, dir, name string, from, to int, object func(int) string) (time.Duration, error) {
 	var manifest bytes.Buffer
-	for i := range n {
+	for i := from; i < to; i++ {
 		manifest.WriteString("---\n")
 		manifest.WriteString(object(i))
 	}

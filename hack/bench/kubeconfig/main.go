@@ -44,15 +44,16 @@ func main() {
 	ratio := flag.Float64("ratio", 0.6, "--kubeconfig-rotation-ratio of the server")
 	qps := flag.Int("gardener-qps", 5, "--gardener-qps of the server: the pace the local gardener-apiserver keeps (about 5 kubeconfigs per second on 2 cores), which rotations are scheduled at")
 	workers := flag.Int("workers", 20, "--kubeconfig-workers of the server")
+	verbosity := flag.Int("v", 0, "log verbosity of the server; 4 logs every pass's next action, to trace a late rotation in _output/bench/logs/clustergate.log")
 	flag.Parse()
 	root, _ := os.Getwd()
-	if err := run(root, *objects, *expiration, *ratio, *qps, *workers); err != nil {
+	if err := run(root, *objects, *expiration, *ratio, *qps, *workers, *verbosity); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root string, n int, expiration time.Duration, ratio float64, qps, workers int) error {
+func run(root string, n int, expiration time.Duration, ratio float64, qps, workers, verbosity int) error {
 	ctx := context.Background()
 	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
@@ -60,7 +61,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 			"--kubeconfig-expiration=" + expiration.String(),
 			fmt.Sprintf("--kubeconfig-rotation-ratio=%v", ratio),
 			fmt.Sprintf("--gardener-qps=%d", qps), fmt.Sprintf("--gardener-burst=%d", 2*qps),
-			fmt.Sprintf("--kubeconfig-workers=%d", workers),
+			fmt.Sprintf("--kubeconfig-workers=%d", workers), fmt.Sprintf("--v=%d", verbosity),
 		},
 	})
 	if err != nil {

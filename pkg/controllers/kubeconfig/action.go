@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
@@ -260,11 +259,7 @@ type written struct {
 // when the Secret is damaged: kubeconfig missing, edited or unreadable, or
 // its record missing.
 func readWritten(s *corev1.Secret, key string) (written, bool) {
-	data := s.Data[key]
-	if len(data) == 0 || s.Annotations[v1alpha1.AnnotationChecksum] != Checksum(data) {
-		return written{}, false
-	}
-	if _, err := clientcmd.Load(data); err != nil {
+	if !intact(s, s.Data[key]) {
 		return written{}, false
 	}
 	lastSync, err1 := time.Parse(time.RFC3339, s.Annotations[v1alpha1.AnnotationLastSync])

@@ -2,6 +2,7 @@ package kubeconfig
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,6 +41,9 @@ type Options struct {
 	Expiration time.Duration
 	// Workers is the number of objects handled in parallel.
 	Workers int
+	// GardenerWorkers is the number of requests to Gardener in flight at
+	// once; zero is Workers.
+	GardenerWorkers int
 }
 
 // Controller keeps the Secrets of GardenerClusterKubeconfigs.
@@ -74,7 +78,7 @@ type Controller struct {
 }
 
 // ManagedSecretSelector selects the Secrets the controller manages; its
-// Secret informer watches only those, so that the cache does not hold every
+// Secret informer (transformed by CacheTransform) watches only those, so that the cache does not hold every
 // Secret of a control plane with 100,000 clusters.
 func ManagedSecretSelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate})
@@ -117,7 +121,11 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 // Run handles objects until ctx ends, then lets go of the informers.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.removeHandlers()
-	go c.gardenerQueue.Run(ctx, c.opts.Workers, c.hasSynced...)
+	gardenerWorkers := c.opts.GardenerWorkers
+	if gardenerWorkers <= 0 {
+		gardenerWorkers = c.opts.Workers
+	}
+	go c.gardenerQueue.Run(ctx, gardenerWorkers, c.hasSynced...)
 	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
 }
 
@@ -278,9 +286,13 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		}
 		return controllerutil.IgnoreNotFound(err)
 	case SyncSecretMetadata:
-		s := o.Secret.DeepCopy()
-		maps.Copy(s.Labels, SecretLabels(obj))
-		_, err := c.kube.CoreV1().Secrets(s.Namespace).Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
+		// A patch of the labels alone: the cached Secret holds no
+		// kubeconfig to send back (CacheTransform).
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": SecretLabels(obj)}})
+		if err != nil {
+			return err
+		}
+		_, err = c.kube.CoreV1().Secrets(o.Secret.Namespace).Patch(ctx, o.Secret.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 		return err
 	case UpdateStatus:
 		return c.applyStatus(ctx, obj, a.Status)
@@ -296,6 +308,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 // next pass, which reports it and decides when to ask again.
 func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
 	obj := o.Object
+	start := c.clock.Now()
 	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
 	if err != nil {
 		reason := gardener.ReasonOf(err)
@@ -342,6 +355,7 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 		writeFailures.WithLabelValues(ReasonSecretWriteFailed).Inc()
 		return err
 	}
+	c.opts.Schedule.Observe(c.clock.Since(start))
 	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
 	c.failures.Forget(obj.UID)
 	writes.WithLabelValues(a.Reason).Inc()

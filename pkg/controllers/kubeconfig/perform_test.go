@@ -79,7 +79,7 @@ func TestPerform(t *testing.T) {
 		{name: "delete a stale Secret", obj: object(ready), secret: secret(),
 			action: Action{Type: DeleteSecret, SecretName: "kubeconfig-c-123"}, want: []string{"delete secrets"}},
 		{name: "bring labels in line", obj: object(ready), secret: secret(),
-			action: Action{Type: SyncSecretMetadata}, want: []string{"update secrets"}},
+			action: Action{Type: SyncSecretMetadata}, want: []string{"patch secrets"}},
 		{name: "write the status", obj: object(), secret: secret(),
 			action: Action{Type: UpdateStatus, Status: &Status{State: v1alpha1.KubeconfigStateReady, Reason: v1alpha1.KubeconfigReasonCreated}},
 			want:   []string{"patch gardenerclusterkubeconfigs/status"}},

@@ -1,23 +1,39 @@
 package kubeconfig
 
 import (
+	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Schedule spreads rotations at the pace Gardener is asked to serve them.
+// Schedule spreads rotations at the pace Gardener is asked to serve them,
+// and starts each early enough to be written by its due time.
+//
 // Kubeconfigs written together fall due together, faster than Gardener
 // serves them; queueing them at the due moment makes the last of them late.
 // Instead every rotation holds a slot of its own, one per 1/pace, the latest
-// free one at or before its due time: nothing is late while Gardener keeps
-// the pace, and a rotation moves earlier only by as many slots as others
-// due at the same time took.
+// free one at or before its due time: a rotation moves earlier only by as
+// many slots as others due at the same time took.
+//
+// A rotation started at its slot is still written only when Gardener has
+// answered, which takes from a fraction of a second to tens of seconds on a
+// busy Gardener (measured: 18 s and a 30 s timeout on a loaded local
+// control plane, where rotations started at their due time were up to 16 s
+// late). So each starts ahead of its slot by the longest of the last
+// latencySamples writes' durations (Observe), the lead. A write's duration
+// counts from its request, not from when it was queued: the queue's wait
+// behind a burst of new objects made the lead minutes long, and every
+// rotation then started at once, minutes early (measured).
 type Schedule struct {
 	interval time.Duration
 
 	mu sync.Mutex
+	// latencies are the durations of the last writes, a ring; next is
+	// where the next one goes.
+	latencies [latencySamples]time.Duration
+	next      int
 	// slots maps a slot (time / interval) to the object holding it.
 	slots map[int64]types.UID
 	// held maps an object to its slot and the due time it was taken for.
@@ -29,8 +45,13 @@ type heldSlot struct {
 	slot int64
 }
 
+// latencySamples is how many of the last writes the lead is taken from:
+// enough to outlast a single fast answer in a slow spell, few enough to
+// forget one slow answer within a minute at a few writes per second.
+const latencySamples = 32
+
 // NewSchedule returns a schedule with pace slots per second; a pace of zero
-// or less schedules every rotation at its due time.
+// or less leaves every rotation at its due time, less the lead.
 func NewSchedule(pace float64) *Schedule {
 	s := &Schedule{slots: map[int64]types.UID{}, held: map[types.UID]heldSlot{}}
 	if pace > 0 {
@@ -39,15 +60,35 @@ func NewSchedule(pace float64) *Schedule {
 	return s
 }
 
-// RotateAt returns when the object's rotation, due at due, takes place. The
-// same object and due time get the same answer; a new due time (after a
-// rotation) gives up the old slot.
+// Observe records how long a write took, from its start to the Secret
+// written: Gardener's answer, its client's rate limit and the write.
+func (s *Schedule) Observe(took time.Duration) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latencies[s.next] = took
+	s.next = (s.next + 1) % latencySamples
+}
+
+// RotateAt returns when the object's rotation, due at due, starts: its slot
+// less the lead. The same object and due time keep their slot; a new due
+// time (after a rotation) gives up the old slot.
 func (s *Schedule) RotateAt(uid types.UID, due time.Time) time.Time {
-	if s == nil || s.interval <= 0 {
+	if s == nil {
 		return due
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.slot(uid, due).Add(-slices.Max(s.latencies[:]))
+}
+
+// slot returns the time of the object's slot; due itself without a pace.
+func (s *Schedule) slot(uid types.UID, due time.Time) time.Time {
+	if s.interval <= 0 {
+		return due
+	}
 	if h, ok := s.held[uid]; ok {
 		if h.due.Equal(due) {
 			return s.at(h.slot)

@@ -2,6 +2,7 @@ package kubeconfig
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,4 +99,44 @@ func minTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// TestScheduleLead: a rotation starts ahead of its slot by the longest of
+// the last writes' durations, so that a slow Gardener still has it written
+// by its due time; a slow answer is forgotten after latencySamples others.
+func TestScheduleLead(t *testing.T) {
+	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		pace     float64
+		observed []time.Duration
+		want     time.Time
+	}{
+		{name: "nothing written yet: at the slot", pace: 5, want: due},
+		{name: "the longest write ahead", pace: 5, observed: []time.Duration{time.Second, 18 * time.Second, 2 * time.Second},
+			want: due.Add(-18 * time.Second)},
+		{name: "no pace: the due time less the lead", pace: 0, observed: []time.Duration{3 * time.Second}, want: due.Add(-3 * time.Second)},
+		{name: "a slow write forgotten after latencySamples others", pace: 5,
+			observed: append([]time.Duration{time.Minute}, slices.Repeat([]time.Duration{500 * time.Millisecond}, latencySamples)...),
+			want:     due.Add(-500 * time.Millisecond)},
+		{name: "a slow write remembered until then", pace: 5,
+			observed: append([]time.Duration{time.Minute}, slices.Repeat([]time.Duration{500 * time.Millisecond}, latencySamples-1)...),
+			want:     due.Add(-time.Minute)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSchedule(tc.pace)
+			for _, d := range tc.observed {
+				s.Observe(d)
+			}
+			if got := s.RotateAt("a", due); !got.Equal(tc.want) {
+				t.Errorf("rotates at %s, want %s", got.Format(time.StampMilli), tc.want.Format(time.StampMilli))
+			}
+		})
+	}
+	var none *Schedule
+	none.Observe(time.Second)
+	if got := none.RotateAt("a", due); !got.Equal(due) {
+		t.Errorf("no schedule: rotates at %s, want the due time", got)
+	}
 }

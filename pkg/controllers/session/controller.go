@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	istioapplyv1 "istio.io/client-go/pkg/applyconfiguration/security/v1"
 	istioclient "istio.io/client-go/pkg/clientset/versioned"
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -68,11 +66,9 @@ type Controller struct {
 	// removeHandlers removes the controller's event handlers from the
 	// shared informers.
 	removeHandlers func()
-
-	// istioServed caches whether the core cluster serves AuthorizationPolicies.
-	istioMu      sync.Mutex
-	istioServed  bool
-	istioChecked time.Time
+	// policies caches the sessions' AuthorizationPolicies; nil when the
+	// server manages none.
+	policies *policyCache
 }
 
 // New returns a controller over the given informers. The Secret informer
@@ -101,18 +97,36 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 		return nil, err
 	}
 	c.removeHandlers = remove
+	if opts.Policy.Namespace != "" && istio != nil {
+		// A policy's changes queue its session, so that a pass after an
+		// apply or delete sees the result, and a policy deleted by hand is
+		// put back at once.
+		c.policies = newPolicyCache(istio, kube.Discovery(), opts.Policy.Namespace, c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
+			p, ok := obj.(metav1.Object)
+			if !ok {
+				return types.NamespacedName{}, false
+			}
+			return credentials.SessionOf(p)
+		}))
+	}
 	return c, nil
 }
 
 // Run handles sessions until ctx ends, then lets go of the informers.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.removeHandlers()
-	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
+	hasSynced := c.hasSynced
+	if c.policies != nil {
+		c.policies.check(ctx)
+		go c.policies.run(ctx)
+		hasSynced = append(slices.Clone(hasSynced), c.policies.hasSynced)
+	}
+	c.queue.Run(ctx, c.opts.Workers, hasSynced...)
 }
 
 // sync observes one session and performs its next action. Expiry is a
 // timer on the queue (RequeueAfter), not a resync; writes that come back as
-// no event (policies, targets) are followed by another pass at once.
+// no event (on targets) are followed by another pass at once.
 func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (controllerutil.Result, error) {
 	s, err := c.sessions.Sessions(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -131,7 +145,25 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 		return controllerutil.Result{}, err
 	}
 	record(o, a)
-	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: a.Type != None && a.Type != UpdateStatus}, nil
+	_, mintFailed := c.mintFailures.Get(s.UID)
+	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: !comesBackAsEvent(a.Type, mintFailed)}, nil
+}
+
+// comesBackAsEvent tells whether an action's outcome reaches the queue as an
+// event of a cache (Sessions, credentials Secrets, policies). The others
+// (writes on a target, a mint that failed and wrote nothing) are followed
+// by another pass at once. A pass right after a cached write would see the
+// cache from before it and write again: a conflict or AlreadyExists, and
+// for a mint a second request to Gardener.
+func comesBackAsEvent(t ActionType, mintFailed bool) bool {
+	switch t {
+	case MintShootCredentials:
+		return !mintFailed
+	case None, UpdateStatus, AddFinalizer, RemoveFinalizer, DeleteSession,
+		CreatePrivateKey, WriteCertificate, DeleteCredentials, ApplyPolicy, DeletePolicy:
+		return true
+	}
+	return false
 }
 
 // target is a cluster target as the server reaches it.
@@ -184,7 +216,7 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 		}
 	}
 
-	o.Policy, err = c.observePolicy(ctx, s)
+	o.Policy, err = c.observePolicy(s)
 	return o, t, err
 }
 
@@ -229,46 +261,18 @@ func targetProblem(err error) *TargetProblem {
 	return &TargetProblem{Reason: v1alpha1.SessionReasonTargetUnreachable, Message: err.Error()}
 }
 
-func (c *Controller) observePolicy(ctx context.Context, s *v1alpha1.Session) (PolicyState, error) {
-	if c.opts.Policy.Namespace == "" || c.istio == nil {
+func (c *Controller) observePolicy(s *v1alpha1.Session) (PolicyState, error) {
+	if c.policies == nil {
 		return PolicyState{Disabled: true}, nil
 	}
-	if !c.istioInstalled() {
-		return PolicyState{APIAbsent: true}, nil
-	}
-	p, err := c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Get(ctx, PolicyName(s), metav1.GetOptions{})
+	p, served, err := c.policies.get(PolicyName(s))
 	switch {
-	case apierrors.IsNotFound(err):
-		return PolicyState{}, nil
 	case err != nil:
 		return PolicyState{}, err
+	case !served:
+		return PolicyState{APIAbsent: true}, nil
 	}
 	return observePolicy(p, s, c.opts.Policy), nil
-}
-
-// istioInstalled asks discovery, at most every 30 s, whether the core
-// cluster serves AuthorizationPolicies.
-func (c *Controller) istioInstalled() bool {
-	c.istioMu.Lock()
-	defer c.istioMu.Unlock()
-	if now := c.clock.Now(); now.Sub(c.istioChecked) > 30*time.Second {
-		c.istioChecked = now
-		resources, err := c.kube.Discovery().ServerResourcesForGroupVersion(istiosecurityv1.SchemeGroupVersion.String())
-		c.istioServed = false
-		for _, r := range resourcesOrNone(resources, err) {
-			if r.Name == "authorizationpolicies" {
-				c.istioServed = true
-			}
-		}
-	}
-	return c.istioServed
-}
-
-func resourcesOrNone(l *metav1.APIResourceList, err error) []metav1.APIResource {
-	if err != nil || l == nil {
-		return nil
-	}
-	return l.APIResources
 }
 
 func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Action) error {

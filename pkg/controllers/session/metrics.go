@@ -72,8 +72,6 @@ func record(o Observed, a Action) {
 	s := o.Session
 	level, kind := s.Spec.AccessLevel.Group, targetKind(s)
 	switch a.Type {
-	case AddFinalizer:
-		sessionsCreated.WithLabelValues(level, kind).Inc()
 	case RemoveFinalizer:
 		end := endRevoked
 		if s.Status.ExpiresAt != nil && !s.DeletionTimestamp.Before(s.Status.ExpiresAt) {
@@ -81,6 +79,11 @@ func record(o Observed, a Action) {
 		}
 		sessionsEnded.WithLabelValues(level, kind, end).Inc()
 	case UpdateStatus:
+		// A session is taken on with its first status: the finalizer is
+		// on it from its create.
+		if len(s.Status.Conditions) == 0 {
+			sessionsCreated.WithLabelValues(level, kind).Inc()
+		}
 		if !isReady(s.Status.Conditions) && isReady(a.Conditions) {
 			timeToReady.WithLabelValues(kind).Observe(o.Now.Sub(s.CreationTimestamp.Time).Seconds())
 		}

@@ -55,8 +55,11 @@ func TestRecord(t *testing.T) {
 		readyKind    string
 		readySeconds float64
 	}{
-		{name: "taken on", session: metricsSession("s", "admin", false), action: Action{Type: AddFinalizer},
+		{name: "taken on: its first status", session: metricsSession("s", "admin", false),
+			action:   Action{Type: UpdateStatus, Conditions: []metav1.Condition{readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonTargetUnreachable, 0)}},
 			counters: `clustergate_sessions_created_total{access_level="admin",target_kind="shoot"} 1`},
+		{name: "the finalizer added to a session stored without it: not counted twice", session: metricsSession("s", "admin", false),
+			action: Action{Type: AddFinalizer}},
 		{name: "deleted by its end", session: deleted(metricsSession("s", "viewer", true), time.Hour), action: Action{Type: RemoveFinalizer},
 			counters: `clustergate_sessions_ended_total{access_level="viewer",reason="expired",target_kind="cluster"} 1`},
 		{name: "deleted before its end", session: deleted(metricsSession("s", "viewer", false), -time.Second), action: Action{Type: RemoveFinalizer},
@@ -65,7 +68,7 @@ func TestRecord(t *testing.T) {
 			action: Action{Type: UpdateStatus, Conditions: ready}, readyKind: targetKindCluster, readySeconds: 60},
 		{name: "a status update of a Ready session", session: metricsSession("s", "admin", false, ready...),
 			action: Action{Type: UpdateStatus, Conditions: ready}},
-		{name: "a status that is not Ready", session: metricsSession("s", "admin", false),
+		{name: "a status that is not Ready", session: metricsSession("s", "admin", false, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending, 0)),
 			action: Action{Type: UpdateStatus, Conditions: []metav1.Condition{readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonTargetUnreachable, 0)}}},
 		{name: "other actions", session: metricsSession("s", "admin", false), action: Action{Type: MintShootCredentials}},
 	}

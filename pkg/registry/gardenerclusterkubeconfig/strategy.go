@@ -6,6 +6,7 @@ package gardenerclusterkubeconfig
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -29,11 +30,18 @@ import (
 type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
+
+	// finalize adds the kubeconfig controller's finalizer at create.
+	finalize bool
 }
 
-// NewStrategy returns the strategy of GardenerClusterKubeconfigs.
-func NewStrategy(typer runtime.ObjectTyper) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator}
+// NewStrategy returns the strategy of GardenerClusterKubeconfigs. With
+// finalize, every new object carries the kubeconfig controller's finalizer
+// from the start, which saves an update per object; only a server that runs
+// the controller (controllers and a Gardener project) may set it, or
+// nothing would release the finalizer.
+func NewStrategy(typer runtime.ObjectTyper, finalize bool) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, finalize: finalize}
 }
 
 // NamespaceScoped is true: GardenerClusterKubeconfigs live in namespaces.
@@ -48,9 +56,12 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 
 // PrepareForCreate drops any status the client sent and defaults the
 // Secret's namespace to the object's.
-func (Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
+func (s Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	k := obj.(*clustergate.GardenerClusterKubeconfig)
 	k.Generation = 1
+	if s.finalize && !slices.Contains(k.Finalizers, v1alpha1.KubeconfigFinalizer) {
+		k.Finalizers = append(k.Finalizers, v1alpha1.KubeconfigFinalizer)
+	}
 	k.Status = clustergate.GardenerClusterKubeconfigStatus{}
 	defaultSecretNamespace(k)
 }

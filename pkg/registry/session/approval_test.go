@@ -22,7 +22,7 @@ var created = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 func testStrategy(now time.Time) Strategy {
 	policy := validation.DefaultSessionPolicy()
 	policy.ApprovalGroups = sets.New("admin")
-	s := NewStrategy(runtime.NewScheme(), policy)
+	s := NewStrategy(runtime.NewScheme(), policy, false)
 	s.clock = clocktesting.NewFakePassiveClock(now)
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -35,11 +36,18 @@ type Strategy struct {
 
 	policy validation.SessionPolicy
 	clock  clock.PassiveClock
+	// finalize adds the session controller's finalizer at create.
+	finalize bool
 }
 
 // NewStrategy returns the strategy of Sessions under the server's policy.
-func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionPolicy) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, clock: clock.RealClock{}}
+// With finalize, every new Session carries the session controller's
+// finalizer from the start: the controller's first pass then writes only
+// the status, not an update racing the creates of other sessions. Only a
+// server that runs the controller may set it, or nothing would release the
+// finalizer.
+func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionPolicy, finalize bool) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, clock: clock.RealClock{}, finalize: finalize}
 }
 
 // NamespaceScoped is true: Sessions live in namespaces.
@@ -61,6 +69,9 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	s := obj.(*clustergate.Session)
 	s.Generation = 1
+	if st.finalize && !slices.Contains(s.Finalizers, v1alpha1.SessionFinalizer) {
+		s.Finalizers = append(s.Finalizers, v1alpha1.SessionFinalizer)
+	}
 	s.Status = clustergate.SessionStatus{Endpoint: ProxyEndpoint(s.Namespace, s.Name)}
 	if st.policy.NeedsApproval(s.Spec.AccessLevel.Group) {
 		s.Status.Approvals = []clustergate.SessionApproval{{

@@ -24,9 +24,11 @@ type GardenerClusterKubeconfigStorage struct {
 	Status *status.StatusREST
 }
 
-// NewStorage returns the storage of GardenerClusterKubeconfigs.
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (GardenerClusterKubeconfigStorage, error) {
-	strategy := gardenerclusterkubeconfig.NewStrategy(scheme)
+// NewStorage returns the storage of GardenerClusterKubeconfigs; with
+// finalize, new objects carry the kubeconfig controller's finalizer (only
+// for a server that runs the controller).
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalize bool) (GardenerClusterKubeconfigStorage, error) {
+	strategy := gardenerclusterkubeconfig.NewStrategy(scheme, finalize)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.GardenerClusterKubeconfig{} },
 		NewListFunc:               func() runtime.Object { return &clustergate.GardenerClusterKubeconfigList{} },

@@ -21,7 +21,7 @@ const ns = "kcp-system"
 func newStorage(t *testing.T) GardenerClusterKubeconfigStorage {
 	t.Helper()
 	scheme := registrytest.Scheme()
-	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "gardenerclusterkubeconfigs"))
+	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "gardenerclusterkubeconfigs"), false)
 	if err != nil {
 		t.Fatal(err)
 	}

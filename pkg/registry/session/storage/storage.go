@@ -55,11 +55,14 @@ type Config struct {
 	MaxPerOwner int
 	// Proxy configures the proxy and kubeconfig subresources.
 	Proxy ProxyConfig
+	// Finalize adds the session controller's finalizer at create; only for
+	// a server that runs the controller.
+	Finalize bool
 }
 
 // NewStorage returns the storage of Sessions.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cfg Config) (SessionStorage, error) {
-	strategy := session.NewStrategy(scheme, cfg.Policy)
+	strategy := session.NewStrategy(scheme, cfg.Policy, cfg.Finalize)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.Session{} },
 		NewListFunc:               func() runtime.Object { return &clustergate.SessionList{} },
