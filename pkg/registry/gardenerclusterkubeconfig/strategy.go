@@ -6,7 +6,6 @@ package gardenerclusterkubeconfig
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -23,6 +22,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/registry/finalizers"
 	"github.com/clustergate/clustergate/pkg/registry/table"
 )
 
@@ -59,8 +59,8 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 func (s Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	k := obj.(*clustergate.GardenerClusterKubeconfig)
 	k.Generation = 1
-	if s.finalize && !slices.Contains(k.Finalizers, v1alpha1.KubeconfigFinalizer) {
-		k.Finalizers = append(k.Finalizers, v1alpha1.KubeconfigFinalizer)
+	if s.finalize {
+		finalizers.Add(k, v1alpha1.KubeconfigFinalizer)
 	}
 	k.Status = clustergate.GardenerClusterKubeconfigStatus{}
 	defaultSecretNamespace(k)

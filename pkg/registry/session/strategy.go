@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"slices"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -26,6 +25,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/registry/finalizers"
 	"github.com/clustergate/clustergate/pkg/registry/table"
 )
 
@@ -69,8 +69,8 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	s := obj.(*clustergate.Session)
 	s.Generation = 1
-	if st.finalize && !slices.Contains(s.Finalizers, v1alpha1.SessionFinalizer) {
-		s.Finalizers = append(s.Finalizers, v1alpha1.SessionFinalizer)
+	if st.finalize {
+		finalizers.Add(s, v1alpha1.SessionFinalizer)
 	}
 	s.Status = clustergate.SessionStatus{Endpoint: ProxyEndpoint(s.Namespace, s.Name)}
 	if st.policy.NeedsApproval(s.Spec.AccessLevel.Group) {

@@ -14,29 +14,14 @@ import (
 )
 
 // TestPrepareForCreateFinalizer: a server that runs the session controller
-// creates every Session with the controller's finalizer, once, next to any
-// the client asked for; a standalone server adds none, as nothing would
-// release it.
+// creates every Session with the controller's finalizer; without the
+// controller it adds none, as nothing would release it.
 func TestPrepareForCreateFinalizer(t *testing.T) {
-	tests := []struct {
-		name     string
-		finalize bool
-		given    []string
-		want     []string
-	}{
-		{name: "standalone", finalize: false, want: nil},
-		{name: "standalone keeps the client's", finalize: false, given: []string{"example.com/hold"}, want: []string{"example.com/hold"}},
-		{name: "controllers run", finalize: true, want: []string{v1alpha1.SessionFinalizer}},
-		{name: "next to the client's", finalize: true, given: []string{"example.com/hold"}, want: []string{"example.com/hold", v1alpha1.SessionFinalizer}},
-		{name: "already there", finalize: true, given: []string{v1alpha1.SessionFinalizer}, want: []string{v1alpha1.SessionFinalizer}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre", Finalizers: tt.given}}
-			NewStrategy(registrytest.Scheme(), validation.DefaultSessionPolicy(), tt.finalize).PrepareForCreate(context.Background(), s)
-			if diff := cmp.Diff(tt.want, s.Finalizers); diff != "" {
-				t.Errorf("finalizers (-want +got):\n%s", diff)
-			}
-		})
+	for finalize, want := range map[bool][]string{false: nil, true: {v1alpha1.SessionFinalizer}} {
+		s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}}
+		NewStrategy(registrytest.Scheme(), validation.DefaultSessionPolicy(), finalize).PrepareForCreate(context.Background(), s)
+		if diff := cmp.Diff(want, s.Finalizers); diff != "" {
+			t.Errorf("controller runs: %v: finalizers (-want +got):\n%s", finalize, diff)
+		}
 	}
 }
