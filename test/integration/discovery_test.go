@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/resource"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/kube-openapi/pkg/spec3"
 
 	v1alpha1 "github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/test/openapicheck"
@@ -102,8 +106,57 @@ func TestOpenAPIHasDeclaredModelNames(t *testing.T) {
 	for _, p := range problems {
 		t.Error(p)
 	}
-	if _, err := client.Get().AbsPath("/openapi/v3/apis/clustergate.dev/v1alpha1").Do(context.Background()).Raw(); err != nil {
-		t.Errorf("openapi v3: %v", err)
+}
+
+// The OpenAPI v3 document is what kubectl reads once per object it creates
+// or applies: small (no deprecated watch paths, parameters published once),
+// every reference resolving, and fieldValidation still found where kubectl
+// looks for it, so that kubectl keeps validating on the server.
+func TestOpenAPIV3ForKubectl(t *testing.T) {
+	client, err := rawClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := client.Get().AbsPath("/openapi/v3/apis/clustergate.dev/v1alpha1").Do(context.Background()).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc spec3.OpenAPI
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	refs := 0
+	for path, item := range doc.Paths.Paths {
+		if strings.Contains(path, "/watch/") {
+			t.Errorf("deprecated watch path %s is published", path)
+		}
+		params := item.Parameters
+		for _, op := range []*spec3.Operation{item.Get, item.Put, item.Post, item.Delete, item.Patch} {
+			if op != nil {
+				params = append(params, op.Parameters...)
+			}
+		}
+		for _, p := range params {
+			if ref := p.Ref.String(); ref != "" {
+				refs++
+				if doc.Components.Parameters[strings.TrimPrefix(ref, "#/components/parameters/")] == nil {
+					t.Errorf("%s: reference %s does not resolve", path, ref)
+				}
+			}
+		}
+	}
+	if refs == 0 {
+		t.Error("no parameter is shared")
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier := resource.NewQueryParamVerifierV3(dynamic.NewForConfigOrDie(config), dc.OpenAPIV3(), resource.QueryParamFieldValidation)
+	for _, kind := range []string{"Session", "GardenerClusterKubeconfig"} {
+		if err := verifier.HasSupport(v1alpha1.SchemeGroupVersion.WithKind(kind)); err != nil {
+			t.Errorf("kubectl would validate %s objects on the client: %v", kind, err)
+		}
 	}
 }
 

@@ -377,6 +377,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serverConfig.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
 	serverConfig.OpenAPIV3Config.Info.Title = "clustergate"
 	serverConfig.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	apiserver.SlimOpenAPIV3(serverConfig.OpenAPIV3Config)
 	serverConfig.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	serverConfig.FeatureGate = utilfeature.DefaultFeatureGate
 

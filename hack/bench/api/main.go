@@ -42,15 +42,16 @@ var encodings = []struct{ name, accept string }{
 func main() {
 	objects := flag.Int("objects", 10000, "Sessions, GardenerClusterKubeconfigs and CRD objects to create, each")
 	rounds := flag.Int("rounds", 7, "LIST rounds; each LISTs every encoding from both servers, taking turns")
+	args := flag.String("clustergate-args", "", "further flags of clustergate-apiserver, separated by spaces, to measure a setting")
 	flag.Parse()
 	root, _ := os.Getwd()
-	if err := run(root, *objects, *rounds); err != nil {
+	if err := run(root, *objects, *rounds, strings.Fields(*args)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root string, n, rounds int) error {
+func run(root string, n, rounds int, args []string) error {
 	ctx := context.Background()
 	dir := filepath.Join(root, "_output", "bench-api")
 	cp, err := localcluster.Start(ctx, localcluster.Options{
@@ -60,7 +61,7 @@ func run(root string, n, rounds int) error {
 		// write to disk, the local garden's does not).
 		SharedEtcd: true,
 		// One owner creates every session.
-		ClustergateArgs: []string{"--session-max-per-owner=0"},
+		ClustergateArgs: append([]string{"--session-max-per-owner=0"}, args...),
 	})
 	if err != nil {
 		return err
