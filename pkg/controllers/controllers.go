@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) error {
 			// rotations, and a pace at Gardener's limit queues at any jitter
 			// (measured: at the full pace, 300 rotations were up to 16 s late).
 			opts := cfg.Kubeconfig
-			opts.Schedule = kubeconfig.NewSchedule(rotationShare * float64(cfg.Gardener.QPS))
+			opts.Schedule = kubeconfig.NewSchedule(rotationShare*float64(cfg.Gardener.QPS), cfg.Gardener.Timeout)
 			// More requests in flight than the client's burst make a busy
 			// Gardener no faster, only each answer later, past the client's
 			// timeout and into a second request (measured: 20 in flight on a

@@ -185,7 +185,7 @@ func nextAction(o Observed, cfg Config) Action {
 	return statusOr(o, &Status{State: v1alpha1.KubeconfigStateReady, Reason: written.reason,
 		Message:      fmt.Sprintf("Secret %s holds a kubeconfig valid until %s", secret.Name, written.expiresAt.UTC().Format(time.RFC3339)),
 		LastSyncTime: &lastSync, ExpirationTime: &expiresAt, ObservedGeneration: obj.Generation},
-		rotateAt.Sub(o.Now))
+		cfg.Schedule.Wait(rotateAt, o.Now))
 }
 
 func nextDeletionAction(o Observed) Action {

@@ -36,7 +36,7 @@ func TestSchedule(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewSchedule(tc.pace)
+			s := NewSchedule(tc.pace, 0)
 			for i, d := range tc.dues {
 				if got := s.RotateAt(types.UID(fmt.Sprintf("uid-%d", i)), d); !got.Equal(tc.want[i]) {
 					t.Errorf("object %d due %s: rotates at %s, want %s", i, d.Format(time.StampMilli), got.Format(time.StampMilli), tc.want[i].Format(time.StampMilli))
@@ -48,7 +48,7 @@ func TestSchedule(t *testing.T) {
 
 func TestScheduleKeepsAndReleasesSlots(t *testing.T) {
 	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	s := NewSchedule(1)
+	s := NewSchedule(1, 0)
 	first := s.RotateAt("a", due)
 	if again := s.RotateAt("a", due); !again.Equal(first) {
 		t.Errorf("the same object and due time moved from %s to %s", first, again)
@@ -73,7 +73,7 @@ func TestScheduleKeepsAndReleasesSlots(t *testing.T) {
 func TestScheduleKeepsPace(t *testing.T) {
 	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	const pace, n = 5.0, 1000
-	s := NewSchedule(pace)
+	s := NewSchedule(pace, 0)
 	seen := map[time.Time]bool{}
 	earliest := due
 	for i := range n {
@@ -125,7 +125,7 @@ func TestScheduleLead(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewSchedule(tc.pace)
+			s := NewSchedule(tc.pace, 0)
 			for _, d := range tc.observed {
 				s.Observe(d)
 			}
@@ -138,5 +138,43 @@ func TestScheduleLead(t *testing.T) {
 	none.Observe(time.Second)
 	if got := none.RotateAt("a", due); !got.Equal(due) {
 		t.Errorf("no schedule: rotates at %s, want the due time", got)
+	}
+}
+
+// TestScheduleRechecks: a start computed far ahead is looked at again
+// recheck before it, and a lead that grew in the meantime starts the
+// rotation earlier, by the lead of then.
+func TestScheduleRechecks(t *testing.T) {
+	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		schedule *Schedule
+		now      time.Time
+		want     time.Duration
+	}{
+		{name: "far ahead: wake recheck before the start", schedule: NewSchedule(5, 30*time.Second), now: due.Add(-6 * time.Minute), want: 5*time.Minute + 30*time.Second},
+		{name: "within recheck: wake at the start", schedule: NewSchedule(5, 30*time.Second), now: due.Add(-20 * time.Second), want: 20 * time.Second},
+		{name: "no recheck: wake at the start", schedule: NewSchedule(5, 0), now: due.Add(-6 * time.Minute), want: 6 * time.Minute},
+		{name: "no schedule: wake at the start", now: due.Add(-6 * time.Minute), want: 6 * time.Minute},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.schedule.Wait(due, tc.now); got != tc.want {
+				t.Errorf("waits %s, want %s", got, tc.want)
+			}
+		})
+	}
+
+	// Six minutes ahead, writes take 3 s; at the recheck they take 16 s.
+	s := NewSchedule(5, 30*time.Second)
+	s.Observe(3 * time.Second)
+	now := due.Add(-6 * time.Minute)
+	first := s.RotateAt("a", due)
+	now = now.Add(s.Wait(first, now))
+	s.Observe(16 * time.Second)
+	again := s.RotateAt("a", due)
+	if !now.Before(again) || !again.Equal(due.Add(-16*time.Second)) {
+		t.Errorf("at the recheck (%s) the rotation starts at %s, want %s, still ahead",
+			now.Format(time.StampMilli), again.Format(time.StampMilli), due.Add(-16*time.Second).Format(time.StampMilli))
 	}
 }
