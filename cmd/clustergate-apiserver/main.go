@@ -12,12 +12,8 @@ import (
 	"github.com/clustergate/clustergate/pkg/memlimit"
 )
 
-// memoryLimitRatio is the share of the container's memory limit the Go heap
-// may use before the garbage collector works harder.
-const memoryLimitRatio = 0.9
-
 func main() {
-	if limit, err := memlimit.SetFromCgroup(memoryLimitRatio); err != nil {
+	if limit, err := memlimit.SetFromCgroup(memlimit.Ratio); err != nil {
 		klog.ErrorS(err, "Reading the container's memory limit; the Go runtime keeps no soft limit")
 	} else if limit > 0 {
 		klog.InfoS("Go soft memory limit set from the container's", "bytes", limit)

@@ -8,11 +8,19 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/clustergate/clustergate/pkg/memlimit"
 )
 
 // start starts the component name from the binary bin of Options.BinDir.
 func (cp *ControlPlane) start(name, bin string, args ...string) error {
-	p, err := startProcess(cp.logs, name, filepath.Join(cp.opts.BinDir, bin), args...)
+	var env []string
+	if bin == "clustergate-apiserver" && cp.opts.ClustergateMemoryLimit > 0 {
+		// What memlimit derives from a container's limit; here no
+		// cgroup enforces it.
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", memlimit.Limit(cp.opts.ClustergateMemoryLimit, memlimit.Ratio)))
+	}
+	p, err := startProcess(cp.logs, name, filepath.Join(cp.opts.BinDir, bin), env, args...)
 	if err != nil {
 		return err
 	}
@@ -52,7 +60,7 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 	if done, _ := old.exited(); !done {
 		return fmt.Errorf("%s is running", name)
 	}
-	if cp.procs[i], err = startProcess(cp.logs, name, old.cmd.Path, old.cmd.Args[1:]...); err != nil {
+	if cp.procs[i], err = startProcess(cp.logs, name, old.cmd.Path, old.env, old.cmd.Args[1:]...); err != nil {
 		cp.procs[i] = old
 		return err
 	}

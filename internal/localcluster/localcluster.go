@@ -41,6 +41,10 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// ClustergateArgs are added to clustergate-apiserver's flags.
 	ClustergateArgs []string
+	// ClustergateMemoryLimit, when set, runs clustergate-apiserver as in a
+	// container with this memory limit in bytes: with the Go soft memory
+	// limit pkg/memlimit derives from it.
+	ClustergateMemoryLimit int64
 	// SharedEtcd stores clustergate's objects in the garden etcd instead of
 	// its embedded one, so that StartReplica can add replicas; the
 	// APIService's Service then reaches them through a balancer.

@@ -14,28 +14,33 @@ import (
 type process struct {
 	name string
 	cmd  *exec.Cmd
+	// env is what the process has in its environment beyond this one's.
+	env  []string
 	done chan struct{}
 	err  error
 	// stopped is set when the process was stopped on purpose.
 	stopped bool
 }
 
-// startProcess starts bin with args, writing its output to logDir/name.log.
-// The process dies with its parent, so that a killed test run leaves no
-// servers behind.
-func startProcess(logDir, name, bin string, args ...string) (*process, error) {
+// startProcess starts bin with args and, beyond this process's environment,
+// env, writing its output to logDir/name.log. The process dies with its
+// parent, so that a killed test run leaves no servers behind.
+func startProcess(logDir, name, bin string, env []string, args ...string) (*process, error) {
 	logFile, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, env: env, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()

@@ -14,6 +14,12 @@ import (
 	"strings"
 )
 
+// Ratio is the share of the container's memory limit the Go runtime may use
+// before the garbage collector works harder; the rest is left to what the
+// runtime does not count (the binary's pages, the OS's stacks, etcd's mmap
+// when embedded).
+const Ratio = 0.9
+
 // unlimited is above any real limit: cgroup v1 reports "no limit" as a
 // page-rounded 2^63-1.
 const unlimited = int64(1) << 60

@@ -20,10 +20,12 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
+	"github.com/clustergate/clustergate/pkg/memlimit"
 )
 
 const namespace = "bench-api"
@@ -43,15 +45,25 @@ func main() {
 	objects := flag.Int("objects", 10000, "Sessions, GardenerClusterKubeconfigs and CRD objects to create, each")
 	rounds := flag.Int("rounds", 7, "LIST rounds; each LISTs every encoding from both servers, taking turns")
 	args := flag.String("clustergate-args", "", "further flags of clustergate-apiserver, separated by spaces, to measure a setting")
+	limit := flag.String("container-memory-limit", "", "run clustergate as in a container with this memory limit (e.g. 256Mi): with the Go soft limit it derives from it")
 	flag.Parse()
 	root, _ := os.Getwd()
-	if err := run(root, *objects, *rounds, strings.Fields(*args)); err != nil {
+	var memoryLimit int64
+	if *limit != "" {
+		q, err := resource.ParseQuantity(*limit)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -container-memory-limit:", err)
+			os.Exit(2)
+		}
+		memoryLimit = q.Value()
+	}
+	if err := run(root, *objects, *rounds, strings.Fields(*args), memoryLimit); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root string, n, rounds int, args []string) error {
+func run(root string, n, rounds int, args []string, memoryLimit int64) error {
 	ctx := context.Background()
 	dir := filepath.Join(root, "_output", "bench-api")
 	cp, err := localcluster.Start(ctx, localcluster.Options{
@@ -61,7 +73,8 @@ func run(root string, n, rounds int, args []string) error {
 		// write to disk, the local garden's does not).
 		SharedEtcd: true,
 		// One owner creates every session.
-		ClustergateArgs: append([]string{"--session-max-per-owner=0"}, args...),
+		ClustergateArgs:        append([]string{"--session-max-per-owner=0"}, args...),
+		ClustergateMemoryLimit: memoryLimit,
 	})
 	if err != nil {
 		return err
@@ -151,7 +164,11 @@ func run(root string, n, rounds int, args []string) error {
 		return err
 	}
 
-	fmt.Printf("\n| measurement (%d objects) | clustergate (aggregated) | CRD in kube-apiserver | ratio | target |\n|---|---|---|---|---|\n", n)
+	limitNote := "no container memory limit"
+	if memoryLimit > 0 {
+		limitNote = fmt.Sprintf("as in a container with a %d MiB memory limit, GOMEMLIMIT %d MiB", memoryLimit>>20, memlimit.Limit(memoryLimit, memlimit.Ratio)>>20)
+	}
+	fmt.Printf("\n| measurement (%d objects; clustergate %s) | clustergate (aggregated) | CRD in kube-apiserver | ratio | target |\n|---|---|---|---|---|\n", n, limitNote)
 	crdJSON := median(times["crd"+encodings[0].name])
 	for i, e := range encodings {
 		c, d := median(times["clustergate"+e.name]), median(times["crd"+e.name])
