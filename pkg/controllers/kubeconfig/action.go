@@ -171,7 +171,7 @@ func nextAction(o Observed, cfg Config) Action {
 		}
 		return Action{Type: RemoveForceAnnotation}
 	}
-	rotateAt := cfg.Schedule.RotateAt(obj.UID, RotationTime(written.lastSync, written.expiresAt, cfg))
+	rotateAt := cfg.Schedule.RotateAt(obj.UID, written.lastSync, RotationTime(written.lastSync, written.expiresAt, cfg))
 	if !o.Now.Before(rotateAt) {
 		return Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRotated}
 	}

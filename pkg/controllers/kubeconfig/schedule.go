@@ -83,16 +83,30 @@ func (s *Schedule) Observe(took time.Duration) {
 	s.next = (s.next + 1) % latencySamples
 }
 
-// RotateAt returns when the object's rotation, due at due, starts: its slot
-// less the lead. The same object and due time keep their slot; a new due
-// time (after a rotation) gives up the old slot.
-func (s *Schedule) RotateAt(uid types.UID, due time.Time) time.Time {
+// RotateAt returns when the rotation of the object's kubeconfig, written at
+// written and due at due, starts: its slot less the lead, and never before
+// halfway from written to due. The same object and due time keep their
+// slot; a new due time (after a rotation) gives up the old slot.
+//
+// The halfway bound keeps a kubeconfig just written from being rotated at
+// once: when more rotations fall due together than the pace fits before
+// their due time, the slots reached into the past, and the objects whose
+// slots were there rotated again and again (measured: 1,000 objects
+// written by Gardener at 4.9/s, slots at 2.5/s, one object rotated 8 times
+// in 3 minutes). What does not fit between the bound and the due time gets
+// the first free slot after it: late, but at the pace.
+func (s *Schedule) RotateAt(uid types.UID, written, due time.Time) time.Time {
 	if s == nil {
 		return due
 	}
+	earliest := written.Add(due.Sub(written) / 2)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.slot(uid, due).Add(-slices.Max(s.latencies[:]))
+	at := s.slot(uid, due, earliest).Add(-slices.Max(s.latencies[:]))
+	if at.Before(earliest) {
+		return earliest
+	}
+	return at
 }
 
 // Wait returns how long until the pass that starts a rotation at rotateAt,
@@ -106,8 +120,10 @@ func (s *Schedule) Wait(rotateAt, now time.Time) time.Duration {
 	return wait
 }
 
-// slot returns the time of the object's slot; due itself without a pace.
-func (s *Schedule) slot(uid types.UID, due time.Time) time.Time {
+// slot returns the time of the object's slot: the latest free one from
+// earliest to due, or else the first free one after due; due itself
+// without a pace.
+func (s *Schedule) slot(uid types.UID, due, earliest time.Time) time.Time {
 	if s.interval <= 0 {
 		return due
 	}
@@ -117,12 +133,20 @@ func (s *Schedule) slot(uid types.UID, due time.Time) time.Time {
 		}
 		delete(s.slots, h.slot)
 	}
-	slot := due.UnixNano() / int64(s.interval)
-	for {
+	last := due.UnixNano() / int64(s.interval)
+	first := (earliest.UnixNano() + int64(s.interval) - 1) / int64(s.interval)
+	slot := last
+	for ; slot >= first; slot-- {
 		if _, taken := s.slots[slot]; !taken {
 			break
 		}
-		slot--
+	}
+	if slot < first {
+		for slot = last + 1; ; slot++ {
+			if _, taken := s.slots[slot]; !taken {
+				break
+			}
+		}
 	}
 	s.slots[slot] = uid
 	s.held[uid] = heldSlot{due: due, slot: slot}

@@ -38,7 +38,7 @@ func TestSchedule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewSchedule(tc.pace, 0)
 			for i, d := range tc.dues {
-				if got := s.RotateAt(types.UID(fmt.Sprintf("uid-%d", i)), d); !got.Equal(tc.want[i]) {
+				if got := s.RotateAt(types.UID(fmt.Sprintf("uid-%d", i)), longBefore(d), d); !got.Equal(tc.want[i]) {
 					t.Errorf("object %d due %s: rotates at %s, want %s", i, d.Format(time.StampMilli), got.Format(time.StampMilli), tc.want[i].Format(time.StampMilli))
 				}
 			}
@@ -49,20 +49,20 @@ func TestSchedule(t *testing.T) {
 func TestScheduleKeepsAndReleasesSlots(t *testing.T) {
 	due := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	s := NewSchedule(1, 0)
-	first := s.RotateAt("a", due)
-	if again := s.RotateAt("a", due); !again.Equal(first) {
+	first := s.RotateAt("a", longBefore(due), due)
+	if again := s.RotateAt("a", longBefore(due), due); !again.Equal(first) {
 		t.Errorf("the same object and due time moved from %s to %s", first, again)
 	}
-	if b := s.RotateAt("b", due); !b.Equal(due.Add(-time.Second)) {
+	if b := s.RotateAt("b", longBefore(due), due); !b.Equal(due.Add(-time.Second)) {
 		t.Errorf("b rotates at %s, want a slot below a's", b)
 	}
 	// a rotated: its next due time frees its old slot for c.
-	s.RotateAt("a", due.Add(time.Hour))
-	if c := s.RotateAt("c", due); !c.Equal(due) {
+	s.RotateAt("a", due, due.Add(time.Hour))
+	if c := s.RotateAt("c", longBefore(due), due); !c.Equal(due) {
 		t.Errorf("c rotates at %s, want the slot a gave up (%s)", c, due)
 	}
 	s.Forget("c")
-	if d := s.RotateAt("d", due); !d.Equal(due) {
+	if d := s.RotateAt("d", longBefore(due), due); !d.Equal(due) {
 		t.Errorf("d rotates at %s, want the slot of the forgotten c (%s)", d, due)
 	}
 }
@@ -78,7 +78,7 @@ func TestScheduleKeepsPace(t *testing.T) {
 	earliest := due
 	for i := range n {
 		d := due.Add(time.Duration(i) * time.Millisecond)
-		at := s.RotateAt(types.UID(fmt.Sprint(i)), d)
+		at := s.RotateAt(types.UID(fmt.Sprint(i)), longBefore(d), d)
 		if at.After(d) {
 			t.Fatalf("object %d rotates at %s, after its due time %s", i, at, d)
 		}
@@ -129,14 +129,14 @@ func TestScheduleLead(t *testing.T) {
 			for _, d := range tc.observed {
 				s.Observe(d)
 			}
-			if got := s.RotateAt("a", due); !got.Equal(tc.want) {
+			if got := s.RotateAt("a", longBefore(due), due); !got.Equal(tc.want) {
 				t.Errorf("rotates at %s, want %s", got.Format(time.StampMilli), tc.want.Format(time.StampMilli))
 			}
 		})
 	}
 	var none *Schedule
 	none.Observe(time.Second)
-	if got := none.RotateAt("a", due); !got.Equal(due) {
+	if got := none.RotateAt("a", longBefore(due), due); !got.Equal(due) {
 		t.Errorf("no schedule: rotates at %s, want the due time", got)
 	}
 }
@@ -169,12 +169,51 @@ func TestScheduleRechecks(t *testing.T) {
 	s := NewSchedule(5, 30*time.Second)
 	s.Observe(3 * time.Second)
 	now := due.Add(-6 * time.Minute)
-	first := s.RotateAt("a", due)
+	first := s.RotateAt("a", longBefore(due), due)
 	now = now.Add(s.Wait(first, now))
 	s.Observe(16 * time.Second)
-	again := s.RotateAt("a", due)
+	again := s.RotateAt("a", longBefore(due), due)
 	if !now.Before(again) || !again.Equal(due.Add(-16*time.Second)) {
 		t.Errorf("at the recheck (%s) the rotation starts at %s, want %s, still ahead",
 			now.Format(time.StampMilli), again.Format(time.StampMilli), due.Add(-16*time.Second).Format(time.StampMilli))
+	}
+}
+
+// longBefore is a write time long enough before due that the halfway bound
+// does not matter.
+func longBefore(due time.Time) time.Time { return due.Add(-time.Hour) }
+
+// TestScheduleNeverRotatesAtOnce: more rotations due together than the pace
+// fits after halfway to their due time start no earlier than halfway, the
+// rest get slots after the due time, each its own, and none starts before
+// halfway, so that a kubeconfig just written is never rotated at once.
+func TestScheduleNeverRotatesAtOnce(t *testing.T) {
+	written := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	due := written.Add(6 * time.Minute)
+	halfway := written.Add(3 * time.Minute)
+	// 1 slot per second: 180 slots from halfway to due, 300 objects.
+	s := NewSchedule(1, 0)
+	seen := map[time.Time]bool{}
+	late := 0
+	for i := range 300 {
+		at := s.RotateAt(types.UID(fmt.Sprint(i)), written, due)
+		if at.Before(halfway) {
+			t.Fatalf("object %d rotates at %s, before halfway %s", i, at.Format(time.TimeOnly), halfway.Format(time.TimeOnly))
+		}
+		if seen[at] {
+			t.Fatalf("object %d shares the slot %s", i, at.Format(time.TimeOnly))
+		}
+		seen[at] = true
+		if at.After(due) {
+			late++
+		}
+	}
+	if late != 300-181 {
+		t.Errorf("%d rotations after their due time, want %d: the ones the 181 slots from halfway to due do not fit", late, 300-181)
+	}
+	// A long write time moves the start earlier, never before halfway.
+	s.Observe(10 * time.Minute)
+	if at := s.RotateAt("x", written, due); !at.Equal(halfway) {
+		t.Errorf("with a 10-minute lead the rotation starts at %s, want halfway %s", at.Format(time.TimeOnly), halfway.Format(time.TimeOnly))
 	}
 }
