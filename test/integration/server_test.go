@@ -22,6 +22,9 @@ import (
 // which is in system:masters.
 var config *rest.Config
 
+// etcdServers are the URLs of the server's embedded etcd.
+var etcdServers []string
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -69,6 +72,7 @@ func startServer(ctx context.Context, dir string) (<-chan struct{}, error) {
 		return nil, err
 	}
 	config = rest.CopyConfig(server.GenericAPIServer.LoopbackClientConfig)
+	etcdServers = o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList
 
 	stopped := make(chan struct{})
 	go func() {

@@ -135,9 +135,15 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	fmt.Printf("| Gardener requests per kubeconfig written (first ones and rotations) | %.3f (%d requests, %d writes) |\n",
 		float64(requestsAfterRotation-requestsBefore)/float64(firsts+rotations), requestsAfterRotation-requestsBefore, firsts+rotations)
 	if len(late) > 0 {
-		fmt.Printf("| rotation lateness p50 / p99 / max | %s / %s / %s |\n", percentile(late, 0.5), percentile(late, 0.99), late[len(late)-1])
+		fmt.Printf("| rotation lateness p50 / p99 / max | %s / %s / %s |\n",
+			percentile(late, 0.5).lateness, percentile(late, 0.99).lateness, late[len(late)-1].lateness)
 	}
 	fmt.Printf("| clustergate RSS after create / after rotation | %s / %s |\n", rssAfterCreate, rss(cp))
+	// The latest rotations, to find them in the server's log (-v=4).
+	fmt.Println("\nlatest rotations: object, previous write, its validity, due, seen after due")
+	for _, r := range late[max(0, len(late)-5):] {
+		fmt.Printf("%s %s %s %s %s\n", r.object, r.lastSync.Format(time.TimeOnly), r.validity, r.due.Format(time.TimeOnly), r.lateness)
+	}
 	return nil
 }
 
@@ -245,26 +251,34 @@ func (r *recorder) counts(reason string) (objects, writes int) {
 	return objects, writes
 }
 
+// rotation is one rotation as the bench saw it.
+type rotation struct {
+	object             string
+	lastSync, due      time.Time
+	validity, lateness time.Duration
+}
+
 // lateness is, for each rotation, how long after its due time the new
-// kubeconfig was seen, sorted.
-func (r *recorder) lateness(cfg kubeconfig.Config) []time.Duration {
+// kubeconfig was seen, latest last.
+func (r *recorder) lateness(cfg kubeconfig.Config) []rotation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []time.Duration
-	for _, ws := range r.writes {
+	var out []rotation
+	for object, ws := range r.writes {
 		for i := 1; i < len(ws); i++ {
 			if ws[i].reason != v1alpha1.KubeconfigReasonRotated {
 				continue
 			}
 			due := kubeconfig.RotationTime(ws[i-1].lastSync, ws[i-1].expiresAt, cfg)
-			out = append(out, ws[i].seen.Sub(due).Round(10*time.Millisecond))
+			out = append(out, rotation{object: object, lastSync: ws[i-1].lastSync, due: due,
+				validity: ws[i-1].expiresAt.Sub(ws[i-1].lastSync), lateness: ws[i].seen.Sub(due).Round(10 * time.Millisecond)})
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b rotation) int { return int(a.lateness - b.lateness) })
 	return out
 }
 
-func percentile(sorted []time.Duration, p float64) time.Duration {
+func percentile[T any](sorted []T, p float64) T {
 	return sorted[int(float64(len(sorted)-1)*p)]
 }
 
