@@ -51,6 +51,8 @@ type Schedule struct {
 type heldSlot struct {
 	due  time.Time
 	slot int64
+	// first is the earliest slot the object may move to: halfway to due.
+	first int64
 }
 
 // latencySamples is how many of the last writes the lead is taken from:
@@ -120,9 +122,18 @@ func (s *Schedule) Wait(rotateAt, now time.Time) time.Duration {
 	return wait
 }
 
-// slot returns the time of the object's slot: the latest free one from
-// earliest to due, or else the first free one after due; due itself
-// without a pace.
+// slot returns the time of the object's slot; due itself without a pace.
+//
+// Rotations keep the order of their due times: when the slot of the due
+// time is taken, the run of taken slots that ends there moves one slot
+// earlier and the object takes the freed one. Taking the latest free slot
+// before the run instead made the last of many objects due together the
+// earliest: 1,000 due at 4.76/s with slots at 4/s, the last ones needed
+// slots 250 s early, beyond halfway, and 279 rotated late; in order, none
+// moves more than the overload needs (40 s there). When the run cannot move
+// (one of it would go before halfway), the object takes the latest free
+// slot from halfway to due, or else the first free one after due: late,
+// but at the pace.
 func (s *Schedule) slot(uid types.UID, due, earliest time.Time) time.Time {
 	if s.interval <= 0 {
 		return due
@@ -136,21 +147,46 @@ func (s *Schedule) slot(uid types.UID, due, earliest time.Time) time.Time {
 	last := due.UnixNano() / int64(s.interval)
 	first := (earliest.UnixNano() + int64(s.interval) - 1) / int64(s.interval)
 	slot := last
-	for ; slot >= first; slot-- {
-		if _, taken := s.slots[slot]; !taken {
-			break
+	if !s.free(slot) && !s.shiftRunEndingAt(slot) {
+		for ; slot >= first && !s.free(slot); slot-- {
 		}
-	}
-	if slot < first {
-		for slot = last + 1; ; slot++ {
-			if _, taken := s.slots[slot]; !taken {
-				break
+		if slot < first {
+			for slot = last + 1; !s.free(slot); slot++ {
 			}
 		}
 	}
 	s.slots[slot] = uid
-	s.held[uid] = heldSlot{due: due, slot: slot}
+	s.held[uid] = heldSlot{due: due, slot: slot, first: first}
 	return s.at(slot)
+}
+
+func (s *Schedule) free(slot int64) bool {
+	_, taken := s.slots[slot]
+	return !taken
+}
+
+// shiftRunEndingAt moves the run of taken slots that ends at last one slot
+// earlier, freeing last, unless one of the run would go before its first
+// allowed slot.
+func (s *Schedule) shiftRunEndingAt(last int64) bool {
+	start := last
+	for !s.free(start - 1) {
+		start--
+	}
+	for slot := start; slot <= last; slot++ {
+		if slot-1 < s.held[s.slots[slot]].first {
+			return false
+		}
+	}
+	for slot := start; slot <= last; slot++ {
+		uid := s.slots[slot]
+		h := s.held[uid]
+		h.slot = slot - 1
+		s.held[uid] = h
+		s.slots[slot-1] = uid
+	}
+	delete(s.slots, last)
+	return true
 }
 
 // Forget gives up the slot of an object that is gone.
