@@ -15,10 +15,13 @@ import (
 // start starts the component name from the binary bin of Options.BinDir.
 func (cp *ControlPlane) start(name, bin string, args ...string) error {
 	var env []string
-	if bin == "clustergate-apiserver" && cp.opts.ClustergateMemoryLimit > 0 {
-		// What memlimit derives from a container's limit; here no
-		// cgroup enforces it.
-		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", memlimit.Limit(cp.opts.ClustergateMemoryLimit, memlimit.Ratio)))
+	if bin == "clustergate-apiserver" {
+		env = append(env, cp.opts.ClustergateEnv...)
+		if cp.opts.ClustergateMemoryLimit > 0 {
+			// What memlimit derives from a container's limit; here no
+			// cgroup enforces it.
+			env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", memlimit.Limit(cp.opts.ClustergateMemoryLimit, memlimit.Ratio)))
+		}
 	}
 	p, err := startProcess(cp.logs, name, filepath.Join(cp.opts.BinDir, bin), env, args...)
 	if err != nil {
@@ -111,6 +114,17 @@ func (cp *ControlPlane) PID(name string) (int, error) {
 
 // RSSKiB is the resident memory of a running component, in KiB.
 func (cp *ControlPlane) RSSKiB(name string) (int, error) {
+	return cp.statusKiB(name, "VmRSS:")
+}
+
+// AnonymousRSSKiB is the part of a running component's resident memory that
+// is not a file's pages (its binary's code and data): what it allocated.
+func (cp *ControlPlane) AnonymousRSSKiB(name string) (int, error) {
+	return cp.statusKiB(name, "RssAnon:")
+}
+
+// statusKiB reads a field in KiB of a running component's /proc status.
+func (cp *ControlPlane) statusKiB(name, field string) (int, error) {
 	pid, err := cp.PID(name)
 	if err != nil {
 		return 0, err
@@ -120,9 +134,65 @@ func (cp *ControlPlane) RSSKiB(name string) (int, error) {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == "VmRSS:" {
+		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == field {
 			return strconv.Atoi(fields[1])
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for %s", name)
+	return 0, fmt.Errorf("no %s in the status of %s", field, name)
+}
+
+// Components names the running components, in the order they started.
+func (cp *ControlPlane) Components() []string {
+	var names []string
+	for _, p := range cp.procs {
+		if done, _ := p.exited(); !done {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100
+// on every architecture Go supports.
+const clockTicks = 100
+
+// CPUTime is the processor time, user and system, a running component has
+// used since it started.
+func (cp *ControlPlane) CPUTime(name string) (time.Duration, error) {
+	pid, err := cp.PID(name)
+	if err != nil {
+		return 0, err
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	t, err := cpuTimeOf(string(stat))
+	if err != nil {
+		return 0, fmt.Errorf("%s: /proc/%d/stat: %w", name, pid, err)
+	}
+	return t, nil
+}
+
+// cpuTimeOf reads user and system time from a /proc/<pid>/stat line. The
+// command name in parentheses may hold spaces and parentheses: fields count
+// from after its last ')', utime and stime are the 14th and 15th of the line.
+func cpuTimeOf(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("no command name in %q", stat)
+	}
+	fields := strings.Fields(stat[i+1:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		t, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += t
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
 }

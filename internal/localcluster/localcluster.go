@@ -45,6 +45,9 @@ type Options struct {
 	// container with this memory limit in bytes: with the Go soft memory
 	// limit pkg/memlimit derives from it.
 	ClustergateMemoryLimit int64
+	// ClustergateEnv is added to clustergate-apiserver's environment, to
+	// measure a setting of the Go runtime such as GOGC=50.
+	ClustergateEnv []string
 	// SharedEtcd stores clustergate's objects in the garden etcd instead of
 	// its embedded one, so that StartReplica can add replicas; the
 	// APIService's Service then reaches them through a balancer.

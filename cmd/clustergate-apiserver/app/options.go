@@ -400,6 +400,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}
+	// As kube-apiserver does: compressing what the server sends itself (the
+	// controllers' watches and writes) costs a flate writer per watch and
+	// processor time on both ends for nothing.
+	serverConfig.LoopbackClientConfig.DisableCompression = true
 	// The front proxy's CA comes from a ConfigMap informer that syncs only
 	// after the server listens; until then every request of the aggregator
 	// would be anonymous and refused. Not ready before it is there.

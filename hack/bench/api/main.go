@@ -46,6 +46,8 @@ func main() {
 	rounds := flag.Int("rounds", 7, "LIST rounds; each LISTs every encoding from both servers, taking turns")
 	args := flag.String("clustergate-args", "", "further flags of clustergate-apiserver, separated by spaces, to measure a setting")
 	limit := flag.String("container-memory-limit", "", "run clustergate as in a container with this memory limit (e.g. 256Mi): with the Go soft limit it derives from it")
+	env := flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=50)")
+	settle := flag.Duration("settle", 150*time.Second, "how long after the LISTs to measure memory again: the Go runtime collects at least every 2 minutes and then returns what the heap no longer needs")
 	flag.Parse()
 	root, _ := os.Getwd()
 	var memoryLimit int64
@@ -57,13 +59,13 @@ func main() {
 		}
 		memoryLimit = q.Value()
 	}
-	if err := run(root, *objects, *rounds, strings.Fields(*args), memoryLimit); err != nil {
+	if err := run(root, *objects, *rounds, strings.Fields(*args), strings.Fields(*env), memoryLimit, *settle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root string, n, rounds int, args []string, memoryLimit int64) error {
+func run(root string, n, rounds int, args, env []string, memoryLimit int64, settle time.Duration) error {
 	ctx := context.Background()
 	dir := filepath.Join(root, "_output", "bench-api")
 	cp, err := localcluster.Start(ctx, localcluster.Options{
@@ -75,6 +77,7 @@ func run(root string, n, rounds int, args []string, memoryLimit int64) error {
 		// One owner creates every session.
 		ClustergateArgs:        append([]string{"--session-max-per-owner=0"}, args...),
 		ClustergateMemoryLimit: memoryLimit,
+		ClustergateEnv:         env,
 	})
 	if err != nil {
 		return err
@@ -98,6 +101,7 @@ func run(root string, n, rounds int, args []string, memoryLimit int64) error {
 	}
 	mem := newMemory(cp)
 	mem.sample("idle")
+	cpu := newCPUUse(cp)
 
 	// Creates with kubectl, one object after the other as kubectl sends
 	// them, in batches taking turns, so that the load of a shared machine
@@ -107,20 +111,24 @@ func run(root string, n, rounds int, args []string, memoryLimit int64) error {
 	var crdTime, sessionTime time.Duration
 	for b := range createBatches {
 		from, to := b*n/createBatches, (b+1)*n/createBatches
+		before := cpu.now()
 		took, err := timedCreate(ctx, cp, dir, "crd", from, to, crdObject)
 		if err != nil {
 			return err
 		}
 		crdTime += took
+		cpu.add("CRD objects", before)
 		if b == 0 {
 			// Where the Session creates' CPU goes: the first 30 s from
 			// their first batch on.
 			go func() { profiled <- mem.cpuProfile(ctx, 30, filepath.Join(dir, "cpu-create.pprof")) }()
 		}
+		before = cpu.now()
 		if took, err = timedCreate(ctx, cp, dir, "sessions", from, to, sessionObject); err != nil {
 			return err
 		}
 		sessionTime += took
+		cpu.add("Sessions", before)
 	}
 	if err := <-profiled; err != nil {
 		fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
@@ -160,6 +168,12 @@ func run(root string, n, rounds int, args []string, memoryLimit int64) error {
 		}
 	}
 	mem.sample(fmt.Sprintf("after %d LISTs", rounds*len(encodings)))
+	if settle > 0 {
+		time.Sleep(settle)
+		mem.sample(fmt.Sprintf("%s after the LISTs, idle", settle))
+	}
+	// After the settling, the profile shows what the server keeps rather
+	// than the garbage of the last LIST.
 	if err := mem.heapProfile(ctx, filepath.Join(dir, "heap.pprof")); err != nil {
 		return err
 	}
@@ -167,6 +181,9 @@ func run(root string, n, rounds int, args []string, memoryLimit int64) error {
 	limitNote := "no container memory limit"
 	if memoryLimit > 0 {
 		limitNote = fmt.Sprintf("as in a container with a %d MiB memory limit, GOMEMLIMIT %d MiB", memoryLimit>>20, memlimit.Limit(memoryLimit, memlimit.Ratio)>>20)
+	}
+	if len(env) > 0 {
+		limitNote += ", " + strings.Join(env, " ")
 	}
 	fmt.Printf("\n| measurement (%d objects; clustergate %s) | clustergate (aggregated) | CRD in kube-apiserver | ratio | target |\n|---|---|---|---|---|\n", n, limitNote)
 	crdJSON := median(times["crd"+encodings[0].name])
@@ -185,11 +202,12 @@ func run(root string, n, rounds int, args []string, memoryLimit int64) error {
 		sessionTime.Round(time.Millisecond), float64(n)/sessionTime.Seconds(), crdTime.Round(time.Millisecond), float64(n)/crdTime.Seconds(),
 		crdTime.Seconds()/sessionTime.Seconds())
 	for _, s := range mem.samples {
-		fmt.Printf("| clustergate %s: RSS / Go heap in use | %d MiB / %d MiB | | | RSS ≤ 300 MiB |\n", s.when, s.rssKiB/1024, s.heapInUse>>20)
+		fmt.Printf("| clustergate %s: RSS (anonymous) / Go heap in use | %d MiB (%d MiB) / %d MiB | | | RSS ≤ 300 MiB |\n", s.when, s.rssKiB/1024, s.anonKiB/1024, s.heapInUse>>20)
 	}
 	last := mem.samples[len(mem.samples)-1]
 	fmt.Printf("| RSS per object (%d Sessions + %d kubeconfigs with Secrets) | %d bytes | | | |\n", n, n,
 		(last.rssKiB-mem.samples[0].rssKiB)*1024/(2*n))
+	cpu.print(n)
 	fmt.Printf("\nheap profile: go tool pprof -sample_index=inuse_space %s\n", filepath.Join(dir, "heap.pprof"))
 	fmt.Printf("CPU profile of 30 s from the first Session batch on: go tool pprof %s\n", filepath.Join(dir, "cpu-create.pprof"))
 	return nil

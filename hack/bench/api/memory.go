@@ -24,6 +24,7 @@ type memory struct {
 type memorySample struct {
 	when      string
 	rssKiB    int
+	anonKiB   int
 	heapInUse int64
 }
 
@@ -37,11 +38,14 @@ func (m *memory) sample(when string) {
 	if s.rssKiB, err = m.cp.RSSKiB("clustergate"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: RSS:", err)
 	}
+	if s.anonKiB, err = m.cp.AnonymousRSSKiB("clustergate"); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: RSS:", err)
+	}
 	if s.heapInUse, err = m.heapInUse(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: heap:", err)
 	}
 	m.samples = append(m.samples, s)
-	fmt.Printf("clustergate %s: RSS %d MiB, Go heap in use %d MiB\n", when, s.rssKiB/1024, s.heapInUse>>20)
+	fmt.Printf("clustergate %s: RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB\n", when, s.rssKiB/1024, s.anonKiB/1024, s.heapInUse>>20)
 }
 
 // get reads a path of clustergate itself, as the aggregator would.
