@@ -18,6 +18,9 @@ func main() {
 	} else if limit > 0 {
 		klog.InfoS("Go soft memory limit set from the container's", "bytes", limit)
 	}
+	if memlimit.SetGCPercent(memlimit.GCPercent) {
+		klog.InfoS("Go garbage collection target set; GOGC overrides it", "percent", memlimit.GCPercent)
+	}
 	ctx := genericapiserver.SetupSignalContext()
 	os.Exit(cli.Run(app.NewCommand(ctx)))
 }

@@ -3,6 +3,7 @@ package memlimit
 import (
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -45,5 +46,29 @@ func TestCgroupLimit(t *testing.T) {
 func TestLimit(t *testing.T) {
 	if got := Limit(1<<30, 0.9); got != 966367641 {
 		t.Errorf("Limit(1 GiB, 0.9) = %d, want 966367641", got)
+	}
+}
+
+func TestSetGCPercent(t *testing.T) {
+	tests := []struct {
+		name, gogc string
+		want       int
+		set        bool
+	}{
+		{name: "GOGC unset", want: 50, set: true},
+		{name: "GOGC set", gogc: "100", want: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GOGC", tt.gogc)
+			previous := debug.SetGCPercent(100)
+			defer debug.SetGCPercent(previous)
+			if set := SetGCPercent(50); set != tt.set {
+				t.Errorf("SetGCPercent = %v, want %v", set, tt.set)
+			}
+			if got := debug.SetGCPercent(100); got != tt.want {
+				t.Errorf("collection target = %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
