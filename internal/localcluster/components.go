@@ -123,17 +123,23 @@ func (cp *ControlPlane) AnonymousRSSKiB(name string) (int, error) {
 	return cp.statusKiB(name, "RssAnon:")
 }
 
-// statusKiB reads a field in KiB of a running component's /proc status.
-func (cp *ControlPlane) statusKiB(name, field string) (int, error) {
+// procFile reads a file of a running component's /proc directory.
+func (cp *ControlPlane) procFile(name, file string) (string, error) {
 	pid, err := cp.PID(name)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	return string(data), err
+}
+
+// statusKiB reads a field in KiB of a running component's /proc status.
+func (cp *ControlPlane) statusKiB(name, field string) (int, error) {
+	status, err := cp.procFile(name, "status")
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
+	for _, line := range strings.Split(status, "\n") {
 		if fields := strings.Fields(line); len(fields) >= 2 && fields[0] == field {
 			return strconv.Atoi(fields[1])
 		}
@@ -159,17 +165,13 @@ const clockTicks = 100
 // CPUTime is the processor time, user and system, a running component has
 // used since it started.
 func (cp *ControlPlane) CPUTime(name string) (time.Duration, error) {
-	pid, err := cp.PID(name)
+	stat, err := cp.procFile(name, "stat")
 	if err != nil {
 		return 0, err
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	t, err := cpuTimeOf(stat)
 	if err != nil {
-		return 0, err
-	}
-	t, err := cpuTimeOf(string(stat))
-	if err != nil {
-		return 0, fmt.Errorf("%s: /proc/%d/stat: %w", name, pid, err)
+		return 0, fmt.Errorf("%s: /proc stat: %w", name, err)
 	}
 	return t, nil
 }
