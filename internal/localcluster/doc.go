@@ -45,7 +45,9 @@
 //     kubeconfig with its owner's certificate, as an exec plugin would;
 //   - components: StopComponent and StartComponent stop and restart one
 //     process (gardener-apiserver, clustergate) to test how the others cope;
-//     PID and RSSKiB measure one;
+//     Components names the running ones, PID, RSSKiB, AnonymousRSSKiB and
+//     CPUTime measure one; Options.ClustergateEnv and ClustergateMemoryLimit
+//     run clustergate with a setting of the Go runtime;
 //   - replicas: with Options.SharedEtcd, clustergate stores its objects in
 //     the garden etcd and StartReplica adds replicas behind the APIService,
 //     balanced per connection as kube-proxy would; FrontProxyConfig reaches

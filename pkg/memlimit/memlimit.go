@@ -80,11 +80,9 @@ func SetFromCgroup(ratio float64) (int64, error) {
 // collection kept, instead of Go's default of doubling it. Most of the
 // server's heap is caches that live as long as it does (the watch cache of
 // every object and its recent versions, the controllers' informers), so
-// doubling it doubles the server's memory for little: with 10,000 Sessions
-// and 10,000 kubeconfigs, 50 instead of 100 keeps the settled server at
-// 336-350 MiB instead of 426-518 MiB, the collector's share of its
-// processor time going from 1-2 % to 3 %, LISTs no slower (make bench-api,
-// docs/operations.md).
+// doubling it doubles the server's memory for little. What 50 costs and
+// saves, and why not lower, is measured in docs/operations.md ("Memory",
+// make bench-api).
 const GCPercent = 50
 
 // SetGCPercent sets the collection target to percent, unless GOGC is set.
