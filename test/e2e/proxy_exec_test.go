@@ -122,7 +122,10 @@ func TestProxyExecEndsAtExpiry(t *testing.T) {
 	if late < -time.Second || late > time.Second {
 		t.Errorf("the exec stream ended %s after expiresAt, want within 1s", late)
 	}
-	if !strings.HasPrefix(out.String(), "still here\n") {
+	// Data came back before the end. Not necessarily first: stdout and
+	// stderr share the writer, and kubectl's WebSocket client may log a
+	// discarded message of its own before the data (seen once in CI).
+	if i := strings.Index(out.String(), "still here\n"); i < 0 || i > strings.Index(out.String(), "error") {
 		t.Errorf("the stream did not carry data before: %q", out.String())
 	}
 	// The WebSocket stream ends with a close frame saying why.
