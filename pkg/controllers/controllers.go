@@ -109,14 +109,19 @@ func Run(ctx context.Context, cfg Config) error {
 		if g != nil {
 			gardenerSessions = g
 		}
+		// The Secrets marked as cluster targets, in the server's namespace:
+		// only the leader reaches targets, so only it caches them.
+		targetSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Session.Namespace),
+			informers.WithTransform(controllerutil.DropManagedFields),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.TargetSelector().String() }))
 		sessions, err := session.New(cfg.Session, client, kube, istio, gardenerSessions,
-			cfg.Sessions, cfg.Credentials, recorder, clock.RealClock{})
+			cfg.Sessions, cfg.Credentials, targetSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
 		if err != nil {
 			logger.Error(err, "Building the session controller")
 			return
 		}
 		running := []func(context.Context){sessions.Run}
-		var factories []informers.SharedInformerFactory
+		factories := []informers.SharedInformerFactory{targetSecrets}
 		if g != nil {
 			// This Secret informer caches only the Secrets the controller owns.
 			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(kubeconfig.CacheTransform),

@@ -224,6 +224,22 @@ func TestCredentialIsolation(t *testing.T) {
 		t.Cleanup(func() { kubectl(t, "-n", "clustergate-system", "delete", "secret", "unmarked", "--wait") })
 		apply(t, cp.AdminKubeconfig, targetSession("unmarked", "", "viewer", "cluster/unmarked"), "-n", ns)
 		notATarget(t, "unmarked")
+
+		// Marked, it is a target: the waiting session goes on at once, not
+		// when some timer comes round (sessions waiting for a target are
+		// not retried on a timer).
+		kubectl(t, "-n", "clustergate-system", "label", "secret", "unmarked", credentials.LabelClusterTarget+"=true")
+		eventually(t, 10*time.Second, "the session goes on once its Secret is marked", func() error {
+			s, err := client.ClustergateV1alpha1().Sessions(ns).Get(ctx, "unmarked", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionCredentialsReady); c == nil || c.Reason == v1alpha1.SessionReasonTargetNotMarked {
+				return fmt.Errorf("conditions %+v", s.Status.Conditions)
+			}
+			return nil
+		})
+		waitSessionReady(t, client, ns, "unmarked")
 	})
 
 	t.Run("another session's credentials are no target", func(t *testing.T) {

@@ -62,6 +62,22 @@ func (c *cpuUse) add(kind string, before map[string]time.Duration) {
 	}
 }
 
+// printIdle writes the share of a processor each process used between two
+// readings d apart, while nothing was asked of the servers: what the
+// objects cost while nobody uses them.
+func (c *cpuUse) printIdle(before, after map[string]time.Duration, d time.Duration) {
+	fmt.Printf("\n| processor use while idle, %s (%% of one core) | |\n|---|---|\n", d.Round(time.Second))
+	var all time.Duration
+	for _, name := range c.names {
+		used := after[name] - before[name]
+		all += used
+		if name != kubectlName {
+			fmt.Printf("| %s | %.1f |\n", name, 100*used.Seconds()/d.Seconds())
+		}
+	}
+	fmt.Printf("| all | **%.1f** |\n", 100*all.Seconds()/d.Seconds())
+}
+
 // print writes a table of processor time per created object, by process,
 // for each kind: the processes that used less than 0.05 ms per object for
 // every kind are left out.

@@ -168,10 +168,11 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 		}
 	}
 	mem.sample(fmt.Sprintf("after %d LISTs", rounds*len(encodings)))
+	idleFrom, idleStart := cpu.now(), time.Now()
 	if settle > 0 {
-		time.Sleep(settle)
-		mem.sample(fmt.Sprintf("%s after the LISTs, idle", settle))
+		mem.settle(settle, 30*time.Second, fmt.Sprintf("%s after the LISTs, idle", settle))
 	}
+	idleTo, idleTime := cpu.now(), time.Since(idleStart)
 	// After the settling, the profile shows what the server keeps rather
 	// than the garbage of the last LIST.
 	if err := mem.heapProfile(ctx, filepath.Join(dir, "heap.pprof")); err != nil {
@@ -208,6 +209,9 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	fmt.Printf("| RSS per object (%d Sessions + %d kubeconfigs with Secrets) | %d bytes | | | |\n", n, n,
 		(last.rssKiB-mem.samples[0].rssKiB)*1024/(2*n))
 	cpu.print(n)
+	if settle > 0 {
+		cpu.printIdle(idleFrom, idleTo, idleTime)
+	}
 	fmt.Printf("\nheap profile: go tool pprof -sample_index=inuse_space %s\n", filepath.Join(dir, "heap.pprof"))
 	fmt.Printf("CPU profile of 30 s from the first Session batch on: go tool pprof %s\n", filepath.Join(dir, "cpu-create.pprof"))
 	return nil

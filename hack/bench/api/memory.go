@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -26,13 +29,31 @@ type memorySample struct {
 	rssKiB    int
 	anonKiB   int
 	heapInUse int64
+	gcCycles  int64
 }
 
 func newMemory(cp *localcluster.ControlPlane) *memory { return &memory{cp: cp} }
 
-// sample records the memory now; a failed reading is printed and recorded
-// as zero, so that a run still prints its table.
+// sample records the memory now.
 func (m *memory) sample(when string) {
+	m.samples = append(m.samples, m.read(when))
+}
+
+// settle waits for d, printing the memory every interval on the way, and
+// records the memory at the end.
+func (m *memory) settle(d, interval time.Duration, when string) {
+	end := time.Now().Add(d)
+	for time.Until(end) > interval {
+		time.Sleep(interval)
+		m.read(fmt.Sprintf("%s left of the settling", time.Until(end).Round(time.Second)))
+	}
+	time.Sleep(time.Until(end))
+	m.sample(when)
+}
+
+// read reads and prints the memory now; a failed reading is printed and
+// read as zero, so that a run still prints its table.
+func (m *memory) read(when string) memorySample {
 	s := memorySample{when: when}
 	var err error
 	if s.rssKiB, err = m.cp.RSSKiB("clustergate"); err != nil {
@@ -41,11 +62,12 @@ func (m *memory) sample(when string) {
 	if s.anonKiB, err = m.cp.AnonymousRSSKiB("clustergate"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: RSS:", err)
 	}
-	if s.heapInUse, err = m.heapInUse(context.Background()); err != nil {
+	if s.heapInUse, s.gcCycles, err = m.heapInUse(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: heap:", err)
 	}
-	m.samples = append(m.samples, s)
-	fmt.Printf("clustergate %s: RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB\n", when, s.rssKiB/1024, s.anonKiB/1024, s.heapInUse>>20)
+	fmt.Printf("clustergate %s: RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB, %d collections so far\n",
+		when, s.rssKiB/1024, s.anonKiB/1024, s.heapInUse>>20, s.gcCycles)
+	return s
 }
 
 // get reads a path of clustergate itself, as the aggregator would.
@@ -69,26 +91,40 @@ func (m *memory) get(ctx context.Context, path string) (io.ReadCloser, error) {
 	return resp.Body, nil
 }
 
-func (m *memory) heapInUse(ctx context.Context) (int64, error) {
+// heapInUse reads the Go heap in use and the number of completed garbage
+// collections from clustergate's /metrics.
+func (m *memory) heapInUse(ctx context.Context) (inUse, cycles int64, err error) {
 	body, err := m.get(ctx, "/metrics")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer body.Close()
+	want := map[string]*int64{"go_memstats_heap_inuse_bytes": &inUse, "go_gc_duration_seconds_count": &cycles}
 	lines := bufio.NewScanner(body)
 	lines.Buffer(make([]byte, 1<<20), 1<<20)
-	for lines.Scan() {
-		if f := strings.Fields(lines.Text()); len(f) == 2 && f[0] == "go_memstats_heap_inuse_bytes" {
-			v, err := strconv.ParseFloat(f[1], 64)
-			return int64(v), err
+	for lines.Scan() && len(want) > 0 {
+		f := strings.Fields(lines.Text())
+		if len(f) != 2 || want[f[0]] == nil {
+			continue
 		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", f[0], err)
+		}
+		*want[f[0]] = int64(v)
+		delete(want, f[0])
 	}
-	return 0, fmt.Errorf("/metrics has no go_memstats_heap_inuse_bytes")
+	if len(want) > 0 {
+		return 0, 0, fmt.Errorf("/metrics lacks %v", slices.Sorted(maps.Keys(want)))
+	}
+	return inUse, cycles, lines.Err()
 }
 
-// heapProfile saves clustergate's heap profile to path.
+// heapProfile saves clustergate's heap profile to path. It collects
+// first: without, the profile shows the heap as of up to two collections
+// ago, which after a burst of LISTs still counts their garbage as in use.
 func (m *memory) heapProfile(ctx context.Context, path string) error {
-	return m.profile(ctx, "/debug/pprof/heap", path)
+	return m.profile(ctx, "/debug/pprof/heap?gc=1", path)
 }
 
 // cpuProfile profiles clustergate's CPU for the given time and saves the

@@ -60,11 +60,22 @@ func ObjectKey(obj any) (types.NamespacedName, bool) {
 // EventHandler queues the key that keyOf returns for every added, updated
 // or deleted object; keyOf returns false for objects to ignore.
 func (q *Queue) EventHandler(keyOf func(obj any) (types.NamespacedName, bool)) cache.ResourceEventHandler {
+	return q.KeysEventHandler(func(obj any) []types.NamespacedName {
+		if key, ok := keyOf(obj); ok {
+			return []types.NamespacedName{key}
+		}
+		return nil
+	})
+}
+
+// KeysEventHandler queues every key that keysOf returns for every added,
+// updated or deleted object: for objects that many others depend on.
+func (q *Queue) KeysEventHandler(keysOf func(obj any) []types.NamespacedName) cache.ResourceEventHandler {
 	add := func(obj any) {
 		if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
-		if key, ok := keyOf(obj); ok {
+		for _, key := range keysOf(obj) {
 			q.Add(key)
 		}
 	}

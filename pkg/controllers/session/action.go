@@ -97,7 +97,8 @@ type Observed struct {
 type Config struct {
 	// CSRPoll is how often a pending CSR is looked at again.
 	CSRPoll time.Duration
-	// RetryAfter is when a session whose target failed is tried again.
+	// RetryAfter is when a session whose target could not be reached is
+	// tried again.
 	RetryAfter time.Duration
 	// ApprovalTimeout is how long a session may wait for approval before it
 	// is removed.
@@ -182,7 +183,14 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 		return cond(metav1.ConditionTrue, v1alpha1.SessionReasonMinted, "credentials minted and kept by the server"), server, nil
 	}
 	if o.Target != nil {
-		return cond(metav1.ConditionFalse, o.Target.Reason, o.Target.Message), "", wait(cfg.RetryAfter)
+		// Only a target that could not be reached is tried again on a
+		// timer: the other problems are in a Secret or the server's flags,
+		// and a change of a marked Secret queues the sessions naming it.
+		retry := time.Duration(0)
+		if r := o.Target.Reason; r == v1alpha1.SessionReasonTargetUnreachable || r == v1alpha1.SessionReasonTargetForbidden {
+			retry = cfg.RetryAfter
+		}
+		return cond(metav1.ConditionFalse, o.Target.Reason, o.Target.Message), "", wait(retry)
 	}
 	if s.Spec.Target.Shoot != nil {
 		if g := s.Spec.AccessLevel.Group; g != "admin" && g != "viewer" {

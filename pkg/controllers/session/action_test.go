@@ -134,6 +134,7 @@ func TestNextAction(t *testing.T) {
 	failedAt := func(ago time.Duration, count int) *controllerutil.Failure {
 		return &controllerutil.Failure{Reason: gardenerDown.Reason, Message: gardenerDown.Message, At: clock.Now().Add(-ago), Count: count}
 	}
+	targetDown := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "dial tcp 127.0.0.1:6443: connection refused"}
 	targetGone := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"}
 
 	tests := []struct {
@@ -254,10 +255,14 @@ func TestNextAction(t *testing.T) {
 					Message: "the issued certificate is valid from 2026-11-30 09:59:00 +0000 UTC to 2026-11-30 10:00:00 +0000 UTC, not now"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
-		{name: "cluster target gone",
+		{name: "cluster target gone: no timer, the target's arrival queues the session",
 			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"},
 				Policy: policy},
-			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: conditions(targetGone, policyApplied, notReady(targetGone))}},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: conditions(targetGone, policyApplied, notReady(targetGone))}},
+		{name: "cluster target unreachable: tried again after RetryAfter",
+			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: targetDown.Reason, Message: targetDown.Message},
+				Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: conditions(targetDown, policyApplied, notReady(targetDown))}},
 		{name: "deleted: credentials first",
 			obs:    Observed{Session: session(deleted), Credentials: minted, CSR: csr(good), Policy: policy},
 			expect: Action{Type: DeleteCredentials}},

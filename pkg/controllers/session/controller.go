@@ -11,7 +11,9 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -57,8 +59,10 @@ type Controller struct {
 	clock    clock.WithTicker
 	recorder events.EventRecorder
 
-	sessions  listers.SessionLister
-	secrets   corelisters.SecretLister
+	sessions listers.SessionLister
+	secrets  corelisters.SecretLister
+	// targets are the Secrets marked as cluster targets.
+	targets   corelisters.SecretLister
 	hasSynced []cache.InformerSynced
 	queue     *controllerutil.Queue
 	// mintFailures are the failed attempts to mint credentials from Gardener.
@@ -71,16 +75,18 @@ type Controller struct {
 	policies *policyCache
 }
 
-// New returns a controller over the given informers. The Secret informer
-// must cover only the server's namespace, restricted with CredentialsSelector.
-// g may be nil when no Gardener project is configured.
+// New returns a controller over the given informers. The Secret informers
+// must cover only the server's namespace: secrets restricted with
+// credentials.Selector, targets with TargetSelector. g may be nil when no
+// Gardener project is configured.
 func New(opts Options, client versioned.Interface, kube kubernetes.Interface, istio istioclient.Interface, g gardener.Requester,
-	sessions informers.SessionInformer, secrets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	sessions informers.SessionInformer, secrets, targets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
 		sessions:     sessions.Lister(),
 		secrets:      secrets.Lister(),
-		hasSynced:    []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced},
+		targets:      targets.Lister(),
+		hasSynced:    []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced, targets.Informer().HasSynced},
 		mintFailures: controllerutil.NewFailures(),
 	}
 	c.queue = controllerutil.NewQueue("session-controller", clk, 500*time.Millisecond, time.Minute, c.sync)
@@ -92,7 +98,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 				return types.NamespacedName{}, false
 			}
 			return types.NamespacedName{Namespace: s.Labels[credentials.LabelSessionNamespace], Name: s.Labels[credentials.LabelSessionName]}, true
-		})})
+		})},
+		// A target that appears, changes or goes queues the sessions that
+		// name it: they wait for it without a timer.
+		controllerutil.InformerHandler{Informer: targets.Informer(), Handler: c.queue.KeysEventHandler(c.sessionsNaming)})
 	if err != nil {
 		return nil, err
 	}
@@ -220,19 +229,44 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 	return o, t, err
 }
 
+// TargetSelector selects the Secrets marked as cluster targets: the only
+// ones the controller caches of those a session may name.
+func TargetSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{credentials.LabelClusterTarget: "true"})
+}
+
+// sessionsNaming returns the sessions whose cluster target is the given
+// Secret. Targets change seldom, so all sessions are looked through rather
+// than indexed.
+func (c *Controller) sessionsNaming(obj any) []types.NamespacedName {
+	secret, ok := obj.(*corev1.Secret)
+	if !ok || secret.Namespace != c.opts.Namespace {
+		return nil
+	}
+	sessions, err := c.sessions.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	var keys []types.NamespacedName
+	for _, s := range sessions {
+		if t := s.Spec.Target.Cluster; t != nil && t.KubeconfigSecretRef.Name == secret.Name {
+			keys = append(keys, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+		}
+	}
+	return keys
+}
+
 func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*target, *TargetProblem) {
 	ref := s.Spec.Target.Cluster.KubeconfigSecretRef.Name
-	secret, err := c.kube.CoreV1().Secrets(c.opts.Namespace).Get(ctx, ref, metav1.GetOptions{})
+	secret, err := c.targets.Secrets(c.opts.Namespace).Get(ref)
+	if apierrors.IsNotFound(err) {
+		return nil, c.unmarkedTarget(ctx, s, ref)
+	}
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: fmt.Sprintf("kubeconfig Secret %s/%s not found", c.opts.Namespace, ref)}
-		}
 		return nil, targetProblem(err)
 	}
 	if !isClusterTarget(secret) {
-		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotMarked, Message: fmt.Sprintf(
-			"Secret %s/%s is not a cluster target: only a Secret labelled %s=true that holds no credentials the server wrote is one",
-			c.opts.Namespace, ref, credentials.LabelClusterTarget)}
+		return nil, notMarked(c.opts.Namespace, ref)
 	}
 	kubeconfig := secret.Data["kubeconfig"]
 	if len(kubeconfig) == 0 {
@@ -252,6 +286,41 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: err.Error()}
 	}
 	return &target{kube: kube, server: server, ca: ca}, nil
+}
+
+// unmarkedTarget says why a session's target Secret is not among the
+// marked ones: missing, or not marked. The core cluster is asked only while
+// the session does not already say which: the answer changes only when the
+// Secret is marked, and that is an event of the target cache. So a session
+// waiting for its target costs nothing, however many there are (a GET per
+// session every retry period kept the controller's client at its rate limit
+// with 10,000 of them).
+func (c *Controller) unmarkedTarget(ctx context.Context, s *v1alpha1.Session, ref string) *TargetProblem {
+	if have := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionCredentialsReady); have != nil &&
+		have.Status == metav1.ConditionFalse && isUnmarked(have.Reason) {
+		return &TargetProblem{Reason: have.Reason, Message: have.Message}
+	}
+	_, err := c.kube.CoreV1().Secrets(c.opts.Namespace).Get(ctx, ref, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: fmt.Sprintf(
+			"kubeconfig Secret %s/%s not found; a cluster target is a Secret there labelled %s=true", c.opts.Namespace, ref, credentials.LabelClusterTarget)}
+	case err != nil:
+		return targetProblem(err)
+	}
+	return notMarked(c.opts.Namespace, ref)
+}
+
+// isUnmarked tells whether a target problem lasts until a Secret is marked
+// as a cluster target.
+func isUnmarked(reason string) bool {
+	return reason == v1alpha1.SessionReasonTargetNotFound || reason == v1alpha1.SessionReasonTargetNotMarked
+}
+
+func notMarked(namespace, ref string) *TargetProblem {
+	return &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotMarked, Message: fmt.Sprintf(
+		"Secret %s/%s is not a cluster target: only a Secret labelled %s=true that holds no credentials the server wrote is one",
+		namespace, ref, credentials.LabelClusterTarget)}
 }
 
 func targetProblem(err error) *TargetProblem {
