@@ -6,7 +6,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY cmd cmd
 COPY pkg pkg
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /clustergate-apiserver ./cmd/clustergate-apiserver
+RUN CGO_ENABLED=0 go build -tags=fieldsv1string -trimpath -ldflags "-s -w" -o /clustergate-apiserver ./cmd/clustergate-apiserver
 
 FROM gcr.io/distroless/static:nonroot
 COPY --from=build /clustergate-apiserver /clustergate-apiserver

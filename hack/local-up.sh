@@ -14,7 +14,7 @@ if [[ -n "${PROMETHEUS:-}" && "${PROMETHEUS}" != 0 ]]; then
   hack/tools/build.sh prometheus
   args+=(-prometheus)
 fi
-go build -o _output/bin/clustergate-apiserver ./cmd/clustergate-apiserver
+go build -tags=fieldsv1string -o _output/bin/clustergate-apiserver ./cmd/clustergate-apiserver
 go build -o _output/bin/kubectl-session ./cmd/kubectl-session
 go build -o _output/bin/local-up ./hack/local-up
 exec _output/bin/local-up "${args[@]}" "$@"

@@ -53,7 +53,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 	// must not hold every Secret of a control plane.
 	namespace := extra.Controllers.Session.Namespace
 	p.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
-		informers.WithTransform(controllerutil.DropManagedFields),
+		informers.WithTransform(controllerutil.SlimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))
 	p.credentials = credentials.NewSource(p.credentialInformers.Core().V1().Secrets().Lister().Secrets(namespace))
 	return p, nil
@@ -81,7 +81,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		return err
 	}
 	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
-		clustergateinformers.WithTransform(controllerutil.DropManagedFields))
+		clustergateinformers.WithTransform(controllerutil.SlimForCache))
 	sessions := factory.Clustergate().V1alpha1().Sessions()
 	kubeconfigs := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
 	registerObjectMetrics(

@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// The Secrets marked as cluster targets, in the server's namespace:
 		// only the leader reaches targets, so only it caches them.
 		targetSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Session.Namespace),
-			informers.WithTransform(controllerutil.DropManagedFields),
+			informers.WithTransform(controllerutil.SlimForCache),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.TargetSelector().String() }))
 		sessions, err := session.New(cfg.Session, client, kube, istio, gardenerSessions,
 			cfg.Sessions, cfg.Credentials, targetSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})

@@ -47,6 +47,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
+	"github.com/clustergate/clustergate/pkg/intern"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 )
@@ -395,7 +396,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--storage-media-type: %w", err)
 	}
-	o.RecommendedOptions.Etcd.StorageConfig.Codec, o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = codec, versioner
+	// Every object the watch cache holds is decoded by this codec: interned,
+	// the strings that repeat across objects are kept once.
+	o.RecommendedOptions.Etcd.StorageConfig.Codec, o.RecommendedOptions.Etcd.StorageConfig.EncodeVersioner = intern.Codec{Codec: codec}, versioner
 
 	if err := o.RecommendedOptions.ApplyTo(serverConfig); err != nil {
 		return nil, err

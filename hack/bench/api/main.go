@@ -47,7 +47,7 @@ func main() {
 	args := flag.String("clustergate-args", "", "further flags of clustergate-apiserver, separated by spaces, to measure a setting")
 	limit := flag.String("container-memory-limit", "", "run clustergate as in a container with this memory limit (e.g. 256Mi): with the Go soft limit it derives from it")
 	env := flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=50)")
-	settle := flag.Duration("settle", 150*time.Second, "how long after the LISTs to measure memory again: the Go runtime collects at least every 2 minutes and then returns what the heap no longer needs")
+	settle := flag.Duration("settle", 330*time.Second, "how long after the LISTs to measure memory again, idle: the Go runtime collects at least every 2 minutes, and the memory of the LISTs was returned only after the second of those (3.5 minutes after them, measured)")
 	flag.Parse()
 	root, _ := os.Getwd()
 	var memoryLimit int64

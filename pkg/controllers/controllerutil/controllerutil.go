@@ -11,16 +11,22 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/clustergate/clustergate/pkg/intern"
 )
 
-// DropManagedFields is an informer transform that drops managedFields from
-// cached objects: nothing reads them from a cache, and they are a large part
-// of small objects such as Sessions (a create and a status apply already
-// make two entries). An update built from a cached copy keeps the stored
-// managedFields, since the server ignores an empty list.
-func DropManagedFields(obj any) (any, error) {
+// SlimForCache is the transform of the informers: it drops managedFields
+// from cached objects, since nothing reads them from a cache and they are a
+// large part of small objects such as Sessions (a create and a status apply
+// already make two entries), and makes the strings that repeat across
+// objects share memory (intern.Object). An update built from a cached copy
+// keeps the stored managedFields, since the server ignores an empty list.
+func SlimForCache(obj any) (any, error) {
 	if a, err := meta.Accessor(obj); err == nil {
 		a.SetManagedFields(nil)
+	}
+	if o, ok := obj.(runtime.Object); ok {
+		intern.Object(o)
 	}
 	return obj, nil
 }

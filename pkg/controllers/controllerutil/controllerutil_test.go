@@ -9,10 +9,10 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
-func TestDropManagedFields(t *testing.T) {
+func TestSlimForCache(t *testing.T) {
 	session := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{"a": "b"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "clustergate", Subresource: "status"}}}}
-	got, err := DropManagedFields(session)
+	got, err := SlimForCache(session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestDropManagedFields(t *testing.T) {
 	}
 	// What is not an object, such as a tombstone, passes unchanged.
 	tombstone := cache.DeletedFinalStateUnknown{Key: "ns/s"}
-	if got, err := DropManagedFields(tombstone); err != nil || got != tombstone {
+	if got, err := SlimForCache(tombstone); err != nil || got != tombstone {
 		t.Errorf("tombstone: %v, %v", got, err)
 	}
 }

@@ -23,7 +23,7 @@ var verifiedKubeconfig = []byte("clustergate.dev/verified-kubeconfig")
 // kubeconfig. A value that is the marker itself, as someone may write it,
 // is cached as empty, so that it is never taken for an intact kubeconfig.
 func CacheTransform(obj any) (any, error) {
-	obj, err := controllerutil.DropManagedFields(obj)
+	obj, err := controllerutil.SlimForCache(obj)
 	s, ok := obj.(*corev1.Secret)
 	if err != nil || !ok {
 		return obj, err

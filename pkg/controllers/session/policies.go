@@ -82,7 +82,7 @@ func (p *policyCache) check(ctx context.Context) {
 		return
 	}
 	factory := istioinformers.NewSharedInformerFactoryWithOptions(p.istio, 0, istioinformers.WithNamespace(p.namespace),
-		istioinformers.WithTransform(controllerutil.DropManagedFields))
+		istioinformers.WithTransform(controllerutil.SlimForCache))
 	informer := factory.Security().V1().AuthorizationPolicies()
 	if _, err := informer.Informer().AddEventHandler(p.handler); err != nil {
 		klog.FromContext(ctx).Error(err, "Watching AuthorizationPolicies")
