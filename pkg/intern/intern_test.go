@@ -97,19 +97,25 @@ func TestObjectOfOtherKinds(t *testing.T) {
 	}
 }
 
+// storageCodec is a codec as the storage's: v1alpha1 in mediaType on the
+// wire, the internal version in memory.
+func storageCodec(tb testing.TB, mediaType string) runtime.Codec {
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		tb.Fatal(err)
+	}
+	if err := clustergate.AddToScheme(scheme); err != nil {
+		tb.Fatal(err)
+	}
+	codecs := serializer.NewCodecFactory(scheme)
+	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
+	return codecs.CodecForVersions(info.Serializer, info.Serializer, v1alpha1.SchemeGroupVersion, clustergate.SchemeGroupVersion)
+}
+
 // TestCodec: the codec's decoded objects come out interned, as the storage
 // decodes them: into the internal version.
 func TestCodec(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := clustergate.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	codecs := serializer.NewCodecFactory(scheme)
-	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	codec := Codec{Codec: codecs.CodecForVersions(info.Serializer, info.Serializer, v1alpha1.SchemeGroupVersion, clustergate.SchemeGroupVersion)}
+	codec := Codec{Codec: storageCodec(t, runtime.ContentTypeJSON)}
 	data, err := runtime.Encode(codec, session("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -193,16 +199,7 @@ func storedKubeconfig(i int) runtime.Object {
 // storage codec keep, per object, with and without interning: what the
 // watch cache holds of each.
 func BenchmarkRetained(b *testing.B) {
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		b.Fatal(err)
-	}
-	if err := clustergate.AddToScheme(scheme); err != nil {
-		b.Fatal(err)
-	}
-	codecs := serializer.NewCodecFactory(scheme)
-	info, _ := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	storage := codecs.CodecForVersions(info.Serializer, info.Serializer, v1alpha1.SchemeGroupVersion, clustergate.SchemeGroupVersion)
+	storage := storageCodec(b, runtime.ContentTypeProtobuf)
 	heap := func() uint64 {
 		var m goruntime.MemStats
 		goruntime.GC()
