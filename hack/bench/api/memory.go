@@ -62,7 +62,7 @@ func (m *memory) read(when string) memorySample {
 	if s.anonKiB, err = m.cp.AnonymousRSSKiB("clustergate"); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: RSS:", err)
 	}
-	if s.heapInUse, s.gcCycles, err = m.heapInUse(context.Background()); err != nil {
+	if s.heapInUse, s.gcCycles, err = m.runtimeStats(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: heap:", err)
 	}
 	fmt.Printf("clustergate %s: RSS %d MiB (anonymous %d MiB), Go heap in use %d MiB, %d collections so far\n",
@@ -91,9 +91,9 @@ func (m *memory) get(ctx context.Context, path string) (io.ReadCloser, error) {
 	return resp.Body, nil
 }
 
-// heapInUse reads the Go heap in use and the number of completed garbage
+// runtimeStats reads the Go heap in use and the number of completed garbage
 // collections from clustergate's /metrics.
-func (m *memory) heapInUse(ctx context.Context) (inUse, cycles int64, err error) {
+func (m *memory) runtimeStats(ctx context.Context) (inUse, cycles int64, err error) {
 	body, err := m.get(ctx, "/metrics")
 	if err != nil {
 		return 0, 0, err
