@@ -5,9 +5,10 @@
 // finalizers and managedFields entries.
 //
 // Only strings that repeat are made canonical: names, UIDs, resource
-// versions, labels and annotations are left alone, because a canonical copy
-// of a string that is unique to one object only adds an entry to the table
-// of canonical strings.
+// versions and the values of labels and annotations are left alone, because
+// a canonical copy of a string that is unique to one object only adds an
+// entry to the table of canonical strings. The keys of labels and
+// annotations repeat by nature and are made canonical.
 package intern
 
 import (
@@ -29,16 +30,19 @@ func String(s string) string {
 }
 
 // Object makes the repeating strings of a decoded object canonical, in
-// place: its namespace, finalizers, the managers, operations, API versions
-// and field types of its managedFields, the API versions and kinds of its
-// owner references, and the types, reasons and messages of its
-// status.conditions. Objects without metadata are left alone.
+// place: its namespace, the keys of its labels and annotations, its
+// finalizers, the managers, operations, API versions and field types of its
+// managedFields, the API versions and kinds of its owner references, and the
+// types, reasons and messages of its status.conditions. Objects without
+// metadata are left alone.
 func Object(obj runtime.Object) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return
 	}
 	m.SetNamespace(String(m.GetNamespace()))
+	Keys(m.GetLabels())
+	Keys(m.GetAnnotations())
 	// The getters return the object's own slices: changed in place.
 	finalizers := m.GetFinalizers()
 	for i := range finalizers {
@@ -59,6 +63,14 @@ func Object(obj runtime.Object) {
 	for i := range conds {
 		c := &conds[i]
 		c.Type, c.Reason, c.Message = String(c.Type), String(c.Reason), String(c.Message)
+	}
+}
+
+// Keys makes the keys of m canonical, in place: storing under an equal key
+// replaces the key a Go map holds, so the decoded copy becomes garbage.
+func Keys[V any](m map[string]V) {
+	for k, v := range m {
+		m[String(k)] = v
 	}
 }
 
