@@ -100,6 +100,35 @@ func (ca *CA) Issue(dir, name, cn string, orgs, dnsNames []string, ips []net.IP,
 	return kp, writePair(kp.CertFile, kp.KeyFile, der, key)
 }
 
+// SignRequest signs a client certificate for a PEM CSR's key and subject,
+// valid from now until notAfter, as a CSR signer does, and returns it in
+// PEM.
+func (ca *CA) SignRequest(requestPEM []byte, notAfter time.Time) ([]byte, error) {
+	block, _ := pem.Decode(requestPEM)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil, fmt.Errorf("not a PEM certificate request")
+	}
+	request, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := request.CheckSignature(); err != nil {
+		return nil, err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      request.Subject,
+		NotBefore:    time.Now(),
+		NotAfter:     notAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca.cert, request.PublicKey, ca.key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
 // ServingCert issues a serving certificate for 127.0.0.1, localhost and the
 // given DNS names.
 func (ca *CA) ServingCert(dir, name string, dnsNames ...string) (KeyPair, error) {

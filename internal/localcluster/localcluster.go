@@ -169,6 +169,10 @@ func allocatePorts() (ports, error) {
 	return p, nil
 }
 
+// ShootClientCA is the CA the shoot kube-apiserver trusts for its clients,
+// for tests that act as a CSR signer of their own.
+func (cp *ControlPlane) ShootClientCA() *CA { return cp.certs.shootClientCA }
+
 // LogDir holds the output of every component, in <component>.log.
 func (cp *ControlPlane) LogDir() string { return cp.logs }
 

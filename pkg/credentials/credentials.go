@@ -107,20 +107,41 @@ func ParsePrivateKey(keyPEM []byte) (crypto.Signer, error) {
 	return x509.ParseECPrivateKey(block.Bytes)
 }
 
-// NotAfter is when the client certificate of a kubeconfig's current user
-// expires, or zero when it has none that can be read (a token, say).
-func NotAfter(kubeconfig []byte) time.Time {
+// Validity is when the client certificate of a kubeconfig's current user
+// becomes valid and expires, or zeros when it has none that can be read (a
+// token, say).
+func Validity(kubeconfig []byte) (notBefore, notAfter time.Time) {
 	cfg, err := clientcmd.Load(kubeconfig)
 	if err != nil {
-		return time.Time{}
+		return time.Time{}, time.Time{}
 	}
 	c := cfg.Contexts[cfg.CurrentContext]
 	if c == nil || cfg.AuthInfos[c.AuthInfo] == nil {
-		return time.Time{}
+		return time.Time{}, time.Time{}
 	}
 	cert, err := ParseCertificate(cfg.AuthInfos[c.AuthInfo].ClientCertificateData)
 	if err != nil {
-		return time.Time{}
+		return time.Time{}, time.Time{}
 	}
-	return cert.NotAfter
+	return cert.NotBefore, cert.NotAfter
+}
+
+// RequestMatchesKey tells whether a PEM CSR asks for a certificate of the
+// PEM private key's public key: a CSR made for an earlier key (the one of
+// the certificate being renewed, or of a Secret since replaced) does not.
+func RequestMatchesKey(requestPEM, keyPEM []byte) bool {
+	block, _ := pem.Decode(requestPEM)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return false
+	}
+	request, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return false
+	}
+	key, err := ParsePrivateKey(keyPEM)
+	if err != nil {
+		return false
+	}
+	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
+	return ok && pub.Equal(request.PublicKey)
 }

@@ -48,6 +48,7 @@ func main() {
 	limit := flag.String("container-memory-limit", "", "run clustergate as in a container with this memory limit (e.g. 256Mi): with the Go soft limit it derives from it")
 	env := flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=50)")
 	settle := flag.Duration("settle", 330*time.Second, "how long after the LISTs to measure memory again, idle: the Go runtime collects at least every 2 minutes, and the memory of the LISTs was returned only after the second of those (3.5 minutes after them, measured)")
+	writes := flag.Int("writes", 10, "after the settling, writes to one Session and one GardenerClusterKubeconfig, one of each every 15 s, as a control plane's expiries, rotations and users make them; the live heap is measured before and after (0: none)")
 	flag.Parse()
 	root, _ := os.Getwd()
 	var memoryLimit int64
@@ -59,13 +60,13 @@ func main() {
 		}
 		memoryLimit = q.Value()
 	}
-	if err := run(root, *objects, *rounds, strings.Fields(*args), strings.Fields(*env), memoryLimit, *settle); err != nil {
+	if err := run(root, *objects, *rounds, strings.Fields(*args), strings.Fields(*env), memoryLimit, *settle, *writes); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root string, n, rounds int, args, env []string, memoryLimit int64, settle time.Duration) error {
+func run(root string, n, rounds int, args, env []string, memoryLimit int64, settle time.Duration, writes int) error {
 	ctx := context.Background()
 	dir := filepath.Join(root, "_output", "bench-api")
 	cp, err := localcluster.Start(ctx, localcluster.Options{
@@ -178,6 +179,20 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	if err := mem.heapProfile(ctx, filepath.Join(dir, "heap.pprof")); err != nil {
 		return err
 	}
+	liveIdle := mem.read("idle, right after a collection")
+	var liveWritten memorySample
+	if writes > 0 {
+		// The watch cache keeps the events of the last burst of writes, with
+		// the previous version of every object they changed, until newer
+		// writes push them out: an idle server never sheds them.
+		if err := writeTrickle(ctx, cfg, writes, 15*time.Second); err != nil {
+			return err
+		}
+		if err := mem.heapProfile(ctx, filepath.Join(dir, "heap-after-writes.pprof")); err != nil {
+			return err
+		}
+		liveWritten = mem.read(fmt.Sprintf("after %d writes of each kind, right after a collection", writes))
+	}
 
 	limitNote := "no container memory limit"
 	if memoryLimit > 0 {
@@ -205,6 +220,10 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	for _, s := range mem.samples {
 		fmt.Printf("| clustergate %s: RSS (anonymous) / Go heap in use | %d MiB (%d MiB) / %d MiB | | | RSS ≤ 300 MiB |\n", s.when, s.rssKiB/1024, s.anonKiB/1024, s.heapInUse>>20)
 	}
+	fmt.Printf("| clustergate live: Go heap in use right after a collection, idle since the LISTs | %d MiB | | | |\n", liveIdle.heapInUse>>20)
+	if writes > 0 {
+		fmt.Printf("| clustergate live: the same after %d writes of each kind, one every 15 s | %d MiB | | | |\n", writes, liveWritten.heapInUse>>20)
+	}
 	last := mem.samples[len(mem.samples)-1]
 	fmt.Printf("| RSS per object (%d Sessions + %d kubeconfigs with Secrets) | %d bytes | | | |\n", n, n,
 		(last.rssKiB-mem.samples[0].rssKiB)*1024/(2*n))
@@ -212,7 +231,8 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	if settle > 0 {
 		cpu.printIdle(idleFrom, idleTo, idleTime)
 	}
-	fmt.Printf("\nheap profile: go tool pprof -sample_index=inuse_space %s\n", filepath.Join(dir, "heap.pprof"))
+	fmt.Printf("\nheap profile: go tool pprof -sample_index=inuse_space %s (after the settling), %s (after the writes)\n",
+		filepath.Join(dir, "heap.pprof"), filepath.Join(dir, "heap-after-writes.pprof"))
 	fmt.Printf("CPU profile of 30 s from the first Session batch on: go tool pprof %s\n", filepath.Join(dir, "cpu-create.pprof"))
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -123,6 +124,27 @@ func createKubeconfigs(ctx context.Context, cfg *rest.Config, kubeconfigPath str
 		}, metav1.CreateOptions{})
 		return err
 	})
+}
+
+// writeTrickle writes n times, one every interval, an annotation of one
+// Session and of one GardenerClusterKubeconfig (different objects each
+// time): a trickle of writes such as any control plane sees.
+func writeTrickle(ctx context.Context, cfg *rest.Config, n int, interval time.Duration) error {
+	client, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"bench.clustergate.dev/write":"%d"}}}`, i))
+		if _, err := client.ClustergateV1alpha1().Sessions(namespace).Patch(ctx, fmt.Sprintf("s-%05d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		if _, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(namespace).Patch(ctx, fmt.Sprintf("c-%05d", i), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+		time.Sleep(interval)
+	}
+	return nil
 }
 
 // parallel runs f for 0..n-1 on 16 goroutines and returns the first error.

@@ -132,17 +132,30 @@ func NextAction(o Observed, cfg Config) Action {
 	}
 
 	creds, backendURL, pending := credentialsCondition(o, cfg)
-	// An extension may outlast the credentials: a shoot's are minted anew
-	// before they expire, and the proxy's open streams keep the old ones.
-	if pending == nil && s.Spec.Target.Shoot != nil && expiresAt != nil {
-		if at := renewal(credentials.NotAfter(o.Credentials.Data[credentials.KeyKubeconfig]), expiresAt.Time); !at.IsZero() {
-			if f := o.MintFailure; f != nil {
+	// Credentials that expire before the session (an extension outlasted
+	// them, or the target's signer caps its certificates) are renewed
+	// before they expire: a shoot's minted anew by Gardener, a cluster
+	// target's certificate issued anew for a new key. The proxy's open
+	// streams keep the old ones.
+	if pending == nil && expiresAt != nil {
+		notBefore, notAfter := credentials.Validity(o.Credentials.Data[credentials.KeyKubeconfig])
+		if at := renewal(notBefore, notAfter, expiresAt.Time); !at.IsZero() {
+			if f := o.MintFailure; f != nil && s.Spec.Target.Shoot != nil {
 				at = later(at, f.RetryAt(time.Second, cfg.RetryAfter))
 			}
-			if !o.Now.Before(at) {
+			switch {
+			case o.Now.Before(at):
+				untilExpiry = soonest(untilExpiry, at.Sub(o.Now))
+			case s.Spec.Target.Shoot != nil:
 				return Action{Type: MintShootCredentials}
+			default:
+				step, problem := clusterCertificateStep(o, cfg)
+				if step.Type != None {
+					return step
+				}
+				creds = renewingCondition(creds, problem, notAfter, o.Now)
+				untilExpiry = soonest(untilExpiry, soonest(step.RequeueAfter, max(notAfter.Sub(o.Now), 0)))
 			}
-			untilExpiry = soonest(untilExpiry, at.Sub(o.Now))
 		}
 	}
 	if pending != nil {
@@ -169,65 +182,117 @@ func soonest(a, b time.Duration) time.Duration {
 // URL, or, while credentials are not ready, the action that advances them
 // (None meaning: wait, with the condition saying why).
 func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Action) {
-	cond := func(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: status, Reason: reason, Message: msg}
-	}
 	wait := func(after time.Duration) *Action { return &Action{Type: None, RequeueAfter: after} }
 	s, secret := o.Session, o.Credentials
 
 	if secret != nil && len(secret.Data[credentials.KeyKubeconfig]) > 0 {
 		server, _, err := credentials.TargetCluster(secret.Data[credentials.KeyKubeconfig])
 		if err != nil {
-			return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCertificateInvalid, "the stored credentials cannot be read: "+err.Error()), "", wait(cfg.RetryAfter)
+			return credentialsFalse(v1alpha1.SessionReasonCertificateInvalid, "the stored credentials cannot be read: "+err.Error()), "", wait(cfg.RetryAfter)
 		}
-		return cond(metav1.ConditionTrue, v1alpha1.SessionReasonMinted, "credentials minted and kept by the server"), server, nil
+		return metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionTrue,
+			Reason: v1alpha1.SessionReasonMinted, Message: "credentials minted and kept by the server"}, server, nil
 	}
 	if o.Target != nil {
-		// Only a target that could not be reached is tried again on a
-		// timer: the other problems are in a Secret or the server's flags,
-		// and a change of a marked Secret queues the sessions naming it.
-		retry := time.Duration(0)
-		if r := o.Target.Reason; r == v1alpha1.SessionReasonTargetUnreachable || r == v1alpha1.SessionReasonTargetForbidden {
-			retry = cfg.RetryAfter
-		}
-		return cond(metav1.ConditionFalse, o.Target.Reason, o.Target.Message), "", wait(retry)
+		step, problem := targetWait(o, cfg)
+		return problem, "", &step
 	}
 	if s.Spec.Target.Shoot != nil {
 		if g := s.Spec.AccessLevel.Group; g != "admin" && g != "viewer" {
-			return cond(metav1.ConditionFalse, v1alpha1.SessionReasonAccessLevelInvalid,
+			return credentialsFalse(v1alpha1.SessionReasonAccessLevelInvalid,
 				fmt.Sprintf("Gardener issues admin and viewer kubeconfigs only, not %q", g)), "", wait(0)
 		}
 		if f := o.MintFailure; f != nil {
 			if retry := f.RetryAt(time.Second, cfg.RetryAfter); o.Now.Before(retry) {
-				return cond(metav1.ConditionFalse, f.Reason, f.Message), "", wait(retry.Sub(o.Now))
+				return credentialsFalse(f.Reason, f.Message), "", wait(retry.Sub(o.Now))
 			}
 		}
 		return metav1.Condition{}, "", &Action{Type: MintShootCredentials}
 	}
+	step, problem := clusterCertificateStep(o, cfg)
+	return problem, "", &step
+}
 
-	// Cluster target: key, CSR, approval, certificate; one step per pass.
-	if secret == nil || len(secret.Data[credentials.KeyPrivateKey]) == 0 {
-		return metav1.Condition{}, "", &Action{Type: CreatePrivateKey}
+// credentialsFalse is a CredentialsReady condition that says why there are
+// no usable credentials.
+func credentialsFalse(reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+}
+
+// targetWait is the wait for a target that could not be used, with the
+// condition that says why. Only a target that could not be reached is
+// tried again on a timer: the other problems are in a Secret or the
+// server's flags, and a change of a marked Secret queues the sessions
+// naming it.
+func targetWait(o Observed, cfg Config) (Action, metav1.Condition) {
+	retry := time.Duration(0)
+	if r := o.Target.Reason; r == v1alpha1.SessionReasonTargetUnreachable || r == v1alpha1.SessionReasonTargetForbidden {
+		retry = cfg.RetryAfter
 	}
-	if o.CSR == nil {
-		return metav1.Condition{}, "", &Action{Type: CreateCSR}
+	return Action{Type: None, RequeueAfter: retry}, credentialsFalse(o.Target.Reason, o.Target.Message)
+}
+
+// clusterCertificateStep is the next step towards a cluster target's client
+// certificate, one per pass: a key, a CSR for it, its approval, the issued
+// certificate; or a wait, with the condition that says what holds it up.
+// The first certificate and every renewal take the same steps: a renewal's
+// new key sits next to the kubeconfig in use until its certificate
+// replaces both, and a CSR made for another key is deleted first.
+func clusterCertificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
+	wait := func(after time.Duration, reason, msg string) (Action, metav1.Condition) {
+		return Action{Type: None, RequeueAfter: after}, credentialsFalse(reason, msg)
+	}
+	step := func(t ActionType) (Action, metav1.Condition) { return Action{Type: t}, metav1.Condition{} }
+	if o.Target != nil {
+		return targetWait(o, cfg)
+	}
+	var key []byte
+	if o.Credentials != nil {
+		key = o.Credentials.Data[credentials.KeyPrivateKey]
+	}
+	switch {
+	case len(key) == 0:
+		return step(CreatePrivateKey)
+	case o.CSR == nil:
+		return step(CreateCSR)
+	case !credentials.RequestMatchesKey(o.CSR.Spec.Request, key):
+		return step(DeleteCSR)
 	}
 	switch csrState(o.CSR) {
 	case certificatesv1.CertificateDenied:
-		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCSRDenied, "the target denied the session's certificate signing request"), "", wait(0)
+		return wait(0, v1alpha1.SessionReasonCSRDenied, "the target denied the session's certificate signing request")
 	case certificatesv1.CertificateFailed:
-		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCSRFailed, "the target failed to sign the session's certificate"), "", wait(0)
+		return wait(0, v1alpha1.SessionReasonCSRFailed, "the target failed to sign the session's certificate")
 	case "":
-		return metav1.Condition{}, "", &Action{Type: ApproveCSR}
+		return step(ApproveCSR)
 	}
 	if len(o.CSR.Status.Certificate) == 0 {
-		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending,
-			fmt.Sprintf("waiting for signer %s to issue the certificate", o.CSR.Spec.SignerName)), "", wait(cfg.CSRPoll)
+		return wait(cfg.CSRPoll, v1alpha1.SessionReasonCSRPending, fmt.Sprintf("waiting for signer %s to issue the certificate", o.CSR.Spec.SignerName))
 	}
-	if err := CheckCertificate(o.CSR.Status.Certificate, secret.Data[credentials.KeyPrivateKey], s, o.Now); err != nil {
-		return cond(metav1.ConditionFalse, v1alpha1.SessionReasonCertificateInvalid, err.Error()), "", wait(0)
+	if err := CheckCertificate(o.CSR.Status.Certificate, key, o.Session, o.Now); err != nil {
+		return wait(0, v1alpha1.SessionReasonCertificateInvalid, err.Error())
 	}
-	return metav1.Condition{}, "", &Action{Type: WriteCertificate}
+	return step(WriteCertificate)
+}
+
+// renewingCondition is CredentialsReady while a cluster target's
+// certificate is due for renewal and the renewal waits: the credentials in
+// use stay Ready until they expire, saying what holds the renewal up unless
+// it is only the signer's usual delay; once expired, the problem is the
+// condition.
+func renewingCondition(minted, problem metav1.Condition, notAfter, now time.Time) metav1.Condition {
+	expiry := notAfter.UTC().Format(time.RFC3339)
+	if now.Before(notAfter) {
+		if problem.Reason != v1alpha1.SessionReasonCSRPending {
+			minted.Message += fmt.Sprintf("; renewing the client certificate before it expires at %s: %s", expiry, problem.Message)
+		}
+		return minted
+	}
+	if problem.Reason == v1alpha1.SessionReasonCSRPending {
+		problem.Reason = v1alpha1.SessionReasonCertificateInvalid
+	}
+	problem.Message = fmt.Sprintf("the client certificate expired at %s and is not renewed yet: %s", expiry, problem.Message)
+	return problem
 }
 
 func policyCondition(p PolicyState) metav1.Condition {

@@ -66,10 +66,17 @@ func credentialsSecret(data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "session-uid-1", Namespace: "clustergate-system"}, Data: data}
 }
 
-func csr(certificate []byte, conditions ...certificatesv1.RequestConditionType) *certificatesv1.CertificateSigningRequest {
+// csr is the session's CSR for keyPEM, with the certificate and conditions
+// given.
+func csr(t *testing.T, keyPEM, certificate []byte, conditions ...certificatesv1.RequestConditionType) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	request, err := credentials.CertificateRequest(keyPEM, "clustergate:session:alice", "viewer")
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: "clustergate-session-uid-1"},
-		Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: "kubernetes.io/kube-apiserver-client"},
+		Spec:       certificatesv1.CertificateSigningRequestSpec{SignerName: "kubernetes.io/kube-apiserver-client", Request: request},
 		Status:     certificatesv1.CertificateSigningRequestStatus{Certificate: certificate},
 	}
 	for _, t := range conditions {
@@ -127,6 +134,28 @@ func TestNextAction(t *testing.T) {
 	wrongGroup := issue(t, key, "clustergate:session:alice", []string{"admin"}, created.Add(2*time.Hour))
 	expired := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created)
 	minted := credentialsSecret(map[string][]byte{credentials.KeyKubeconfig: []byte(shootKubeconfig)})
+	// A cluster target's certificate that ends half an hour before the
+	// session, as after an extension, and its renewal for a new key.
+	short := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created.Add(30*time.Minute))
+	renewAt := created.Add(29 * time.Minute)
+	newKey, err := credentials.NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := issue(t, newKey, "clustergate:session:alice", []string{"viewer"}, created.Add(time.Hour))
+	clusterMinted := func(cert []byte) *corev1.Secret {
+		kubeconfig, err := credentials.ClientKubeconfig("https://127.0.0.1:6443", []byte("ca"), cert, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return credentialsSecret(map[string][]byte{credentials.KeyKubeconfig: kubeconfig})
+	}
+	renewing := clusterMinted(short)
+	renewing.Data[credentials.KeyPrivateKey] = newKey
+	recordedReady := func(s *v1alpha1.Session) {
+		s.Status.BackendURL, s.Status.ObservedGeneration = "https://127.0.0.1:6443", 1
+		s.Status.Conditions = conditions(credsMinted, policyApplied, sessionReady)
+	}
 	policy := PolicyState{Exists: true, Owned: true, UpToDate: true}
 	csrPending := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRPending,
 		Message: "waiting for signer kubernetes.io/kube-apiserver-client to issue the certificate"}
@@ -203,22 +232,22 @@ func TestNextAction(t *testing.T) {
 			obs:    Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key})},
 			expect: Action{Type: CreateCSR}},
 		{name: "cluster target: approve the CSR",
-			obs:    Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}), CSR: csr(nil)},
+			obs:    Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}), CSR: csr(t, key, nil)},
 			expect: Action{Type: ApproveCSR}},
 		{name: "cluster target: approved, not issued yet",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
-				CSR: csr(nil, certificatesv1.CertificateApproved), Policy: policy},
+				CSR: csr(t, key, nil, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 2 * time.Second, Conditions: conditions(csrPending, policyApplied, notReady(csrPending))}},
 		{name: "cluster target: denied",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
-				CSR: csr(nil, certificatesv1.CertificateDenied), Policy: policy},
+				CSR: csr(t, key, nil, certificatesv1.CertificateDenied), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRDenied, Message: "the target denied the session's certificate signing request"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target: signing failed",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
-				CSR: csr(nil, certificatesv1.CertificateApproved, certificatesv1.CertificateFailed), Policy: policy},
+				CSR: csr(t, key, nil, certificatesv1.CertificateApproved, certificatesv1.CertificateFailed), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRFailed, Message: "the target failed to sign the session's certificate"}
 				return conditions(c, policyApplied, notReady(c))
@@ -237,11 +266,11 @@ func TestNextAction(t *testing.T) {
 			}()}},
 		{name: "cluster target: issued and valid: store it",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
-				CSR: csr(good, certificatesv1.CertificateApproved)},
+				CSR: csr(t, key, good, certificatesv1.CertificateApproved)},
 			expect: Action{Type: WriteCertificate}},
 		{name: "cluster target: issued for the wrong group",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
-				CSR: csr(wrongGroup, certificatesv1.CertificateApproved), Policy: policy},
+				CSR: csr(t, key, wrongGroup, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
 					Message: "the issued certificate is for CN=clustergate:session:alice O=[admin], not CN=clustergate:session:alice O=[viewer]"}
@@ -249,7 +278,7 @@ func TestNextAction(t *testing.T) {
 			}()}},
 		{name: "cluster target: issued but already expired",
 			obs: Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
-				CSR: csr(expired, certificatesv1.CertificateApproved), Policy: policy},
+				CSR: csr(t, key, expired, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
 					Message: "the issued certificate is valid from 2026-11-30 09:59:00 +0000 UTC to 2026-11-30 10:00:00 +0000 UTC, not now"}
@@ -263,11 +292,65 @@ func TestNextAction(t *testing.T) {
 			obs: Observed{Session: session(clusterTarget), Target: &TargetProblem{Reason: targetDown.Reason, Message: targetDown.Message},
 				Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: 30 * time.Second, Conditions: conditions(targetDown, policyApplied, notReady(targetDown))}},
+		{name: "cluster target: certificate outlasts the session: nothing to renew",
+			obs:    Observed{Session: session(clusterTarget, recordedReady), Credentials: clusterMinted(good), Policy: policy},
+			expect: Action{Type: None, RequeueAfter: untilExpiry}},
+		{name: "cluster target: certificate ends before the session: renewal due 2m before",
+			obs:    Observed{Session: session(clusterTarget, recordedReady), Credentials: clusterMinted(short), Policy: policy},
+			expect: Action{Type: None, RequeueAfter: 27 * time.Minute}},
+		{name: "cluster target renewal: a new key first",
+			obs:    Observed{Session: session(clusterTarget, recordedReady), Credentials: clusterMinted(short), Policy: policy, Now: renewAt},
+			expect: Action{Type: CreatePrivateKey}},
+		{name: "cluster target renewal: the CSR of the old key goes",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, CSR: csr(t, key, short, certificatesv1.CertificateApproved),
+				Policy: policy, Now: renewAt},
+			expect: Action{Type: DeleteCSR}},
+		{name: "cluster target renewal: a CSR for the new key",
+			obs:    Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, Policy: policy, Now: renewAt},
+			expect: Action{Type: CreateCSR}},
+		{name: "cluster target renewal: approve it",
+			obs:    Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, CSR: csr(t, newKey, nil), Policy: policy, Now: renewAt},
+			expect: Action{Type: ApproveCSR}},
+		{name: "cluster target renewal: the signer's usual delay is not news: still Ready, polled",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, CSR: csr(t, newKey, nil, certificatesv1.CertificateApproved),
+				Policy: policy, Now: renewAt},
+			expect: Action{Type: None, RequeueAfter: 2 * time.Second}},
+		{name: "cluster target renewal: issued: store it",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, CSR: csr(t, newKey, renewed, certificatesv1.CertificateApproved),
+				Policy: policy, Now: renewAt},
+			expect: Action{Type: WriteCertificate}},
+		{name: "cluster target renewal denied: still Ready until the certificate expires, saying so",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, CSR: csr(t, newKey, nil, certificatesv1.CertificateDenied),
+				Policy: policy, Now: renewAt},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: time.Minute, Conditions: func() []metav1.Condition {
+				c := credsMinted
+				c.Message += "; renewing the client certificate before it expires at 2026-11-30T10:30:00Z: the target denied the session's certificate signing request"
+				return conditions(c, policyApplied, sessionReady)
+			}()}},
+		{name: "cluster target renewal denied and the certificate expired: not Ready",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, CSR: csr(t, newKey, nil, certificatesv1.CertificateDenied),
+				Policy: policy, Now: created.Add(30 * time.Minute)},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 30 * time.Minute, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRDenied,
+					Message: "the client certificate expired at 2026-11-30T10:30:00Z and is not renewed yet: the target denied the session's certificate signing request"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "cluster target renewal: target unreachable: still Ready, tried again after RetryAfter",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, Target: &TargetProblem{Reason: targetDown.Reason, Message: targetDown.Message},
+				Policy: policy, Now: renewAt},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 30 * time.Second, Conditions: func() []metav1.Condition {
+				c := credsMinted
+				c.Message += "; renewing the client certificate before it expires at 2026-11-30T10:30:00Z: " + targetDown.Message
+				return conditions(c, policyApplied, sessionReady)
+			}()}},
+		{name: "cluster target: a CSR for another key, before any certificate: replaced",
+			obs:    Observed{Session: session(clusterTarget), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: newKey}), CSR: csr(t, key, good)},
+			expect: Action{Type: DeleteCSR}},
 		{name: "deleted: credentials first",
-			obs:    Observed{Session: session(deleted), Credentials: minted, CSR: csr(good), Policy: policy},
+			obs:    Observed{Session: session(deleted), Credentials: minted, CSR: csr(t, key, good), Policy: policy},
 			expect: Action{Type: DeleteCredentials}},
 		{name: "deleted: then the CSR",
-			obs:    Observed{Session: session(deleted), CSR: csr(good), Policy: policy},
+			obs:    Observed{Session: session(deleted), CSR: csr(t, key, good), Policy: policy},
 			expect: Action{Type: DeleteCSR}},
 		{name: "deleted: then the policy",
 			obs:    Observed{Session: session(deleted), Policy: policy},

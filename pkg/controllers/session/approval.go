@@ -11,11 +11,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
-// renewBefore is how long before its credentials expire a session that
-// lasts longer, after an extension, gets new ones: Gardener's kubeconfigs
-// last 10 minutes at least, so a renewal never loops.
-const renewBefore = 2 * time.Minute
-
 // approvalAction returns what a session's opening approval asks for: its
 // removal once denied or timed out (Reason says which), a wait with the
 // conditions saying so while pending, or nil once approved or when the
@@ -86,15 +81,6 @@ func pick(cond bool, yes, no string) string {
 		return yes
 	}
 	return no
-}
-
-// renewal returns when credentials that expire at notAfter must be renewed
-// for a session that expires at expiresAt, or zero when they outlast it.
-func renewal(notAfter, expiresAt time.Time) time.Time {
-	if notAfter.IsZero() || !notAfter.Before(expiresAt) {
-		return time.Time{}
-	}
-	return notAfter.Add(-renewBefore)
 }
 
 // recordApproval records an event when a status write changes the

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -183,7 +184,7 @@ type target struct {
 }
 
 // observe gathers a session's credentials, CSR and policy. The target is
-// contacted only while credentials are being minted or cleaned up.
+// contacted only while credentials are being minted, renewed or cleaned up.
 func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed, *target, error) {
 	o := Observed{Session: s, Now: c.clock.Now()}
 	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(credentials.SecretName(s.UID))
@@ -206,7 +207,7 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 			o.MintFailure = &f
 		}
 	}
-	if s.Spec.Target.Cluster != nil && (minting || s.DeletionTimestamp != nil) {
+	if s.Spec.Target.Cluster != nil && (minting || renewalDue(o) || s.DeletionTimestamp != nil) {
 		t, o.Target = c.reachTarget(ctx, s)
 		if t != nil {
 			csr, err := t.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, credentials.CSRName(s.UID), metav1.GetOptions{})
@@ -377,7 +378,17 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		if err != nil {
 			return err
 		}
-		_, err = secrets.Create(ctx, credentials.NewSecret(c.opts.Namespace, s, map[string][]byte{credentials.KeyPrivateKey: key}), metav1.CreateOptions{FieldManager: FieldManager})
+		if o.Credentials == nil {
+			_, err = secrets.Create(ctx, credentials.NewSecret(c.opts.Namespace, s, map[string][]byte{credentials.KeyPrivateKey: key}), metav1.CreateOptions{FieldManager: FieldManager})
+			return err
+		}
+		// A renewal's key joins the kubeconfig in use.
+		updated := o.Credentials.DeepCopy()
+		if updated.Data == nil {
+			updated.Data = map[string][]byte{}
+		}
+		updated.Data[credentials.KeyPrivateKey] = key
+		_, err = secrets.Update(ctx, updated, update)
 		return err
 	case CreateCSR:
 		return c.createCSR(ctx, o, t)
@@ -394,11 +405,15 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		if err != nil {
 			return err
 		}
+		renewed := len(o.Credentials.Data[credentials.KeyKubeconfig]) > 0
+		_, notAfter := credentials.Validity(kubeconfig)
 		updated := o.Credentials.DeepCopy()
 		updated.Data = map[string][]byte{credentials.KeyKubeconfig: kubeconfig}
 		_, err = secrets.Update(ctx, updated, update)
 		if err == nil {
-			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "Client certificate issued by %s%s", o.CSR.Spec.SignerName, forReason(s))
+			issued := pick(renewed, "renewed", "issued")
+			c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "Client certificate %s by %s, valid until %s%s",
+				issued, o.CSR.Spec.SignerName, notAfter.UTC().Format(time.RFC3339), forReason(s))
 		}
 		return err
 	case ApplyPolicy:
@@ -473,7 +488,13 @@ func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error
 	if err != nil {
 		return err
 	}
-	seconds := int32(max(s.Spec.TTL.Duration, gardener.MinExpiration) / time.Second)
+	// As long as the session has left (a renewal's certificate lasts until
+	// its possibly extended expiry), at least the API's minimum.
+	remaining := s.Spec.TTL.Duration
+	if s.Status.ExpiresAt != nil {
+		remaining = s.Status.ExpiresAt.Sub(o.Now)
+	}
+	seconds := int32(math.Ceil(max(remaining, gardener.MinExpiration).Seconds()))
 	_, err = t.kube.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: credentials.CSRName(s.UID), Labels: credentials.Labels(s.Namespace, s.Name)},
 		Spec: certificatesv1.CertificateSigningRequestSpec{

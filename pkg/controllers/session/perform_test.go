@@ -61,6 +61,8 @@ func TestPerform(t *testing.T) {
 			action:   Action{Type: MintShootCredentials}, failure: v1alpha1.SessionReasonTargetInsecure},
 		{name: "cluster target: keep a new private key", session: session(clusterTarget),
 			action: Action{Type: CreatePrivateKey}, want: []string{"create secrets"}},
+		{name: "cluster target: a renewal's key joins the kubeconfig in use", session: session(clusterTarget), credentials: minted,
+			action: Action{Type: CreatePrivateKey}, want: []string{"update secrets"}},
 		{name: "cluster target: ask the target to sign", session: session(clusterTarget), credentials: withKey,
 			action: Action{Type: CreateCSR}, wantTarget: []string{"create certificatesigningrequests"}},
 		{name: "cluster target: approve the CSR", session: session(clusterTarget), credentials: withKey,
@@ -94,13 +96,13 @@ func TestPerform(t *testing.T) {
 			kube := kubefake.NewClientset(core...)
 			istio := istiofake.NewSimpleClientset()
 			istio.PrependReactor("patch", "authorizationpolicies", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
-			targetKube := kubefake.NewClientset(csr(nil))
+			targetKube := kubefake.NewClientset(csr(t, key, nil))
 			c := &Controller{
 				opts:   Options{Namespace: "clustergate-system", Policy: PolicyConfig{Namespace: "clustergate-system", PrincipalFormat: "{username}"}},
 				client: client, kube: kube, istio: istio, gardener: tt.gardener, clock: clocktesting.NewFakeClock(now),
 				recorder: events.NewFakeRecorder(10), mintFailures: controllerutil.NewFailures(),
 			}
-			o := Observed{Session: tt.session, Credentials: tt.credentials, CSR: csr(nil), Now: now}
+			o := Observed{Session: tt.session, Credentials: tt.credentials, CSR: csr(t, key, nil), Now: now}
 			if err := c.perform(context.Background(), o, &target{kube: targetKube, server: "https://127.0.0.1:6443", ca: []byte("ca")}, tt.action); err != nil {
 				t.Fatalf("perform: %v", err)
 			}
