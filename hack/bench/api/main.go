@@ -48,7 +48,7 @@ func main() {
 	limit := flag.String("container-memory-limit", "", "run clustergate as in a container with this memory limit (e.g. 256Mi): with the Go soft limit it derives from it")
 	env := flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=50)")
 	settle := flag.Duration("settle", 330*time.Second, "how long after the LISTs to measure memory again, idle: the Go runtime collects at least every 2 minutes, and the memory of the LISTs was returned only after the second of those (3.5 minutes after them, measured)")
-	writes := flag.Int("writes", 10, "after the settling, writes to one Session and one GardenerClusterKubeconfig, one of each every 15 s, as a control plane's expiries, rotations and users make them; the live heap is measured before and after (0: none)")
+	writes := flag.Int("writes", 10, "after the settling, writes to one Session and one GardenerClusterKubeconfig, one of each every 15 s, as a control plane's expiries, rotations and users make them; the live heap and the memory are measured before and after (0: none)")
 	flag.Parse()
 	root, _ := os.Getwd()
 	var memoryLimit int64
@@ -182,9 +182,12 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	liveIdle := mem.read("idle, right after a collection")
 	var liveWritten memorySample
 	if writes > 0 {
-		// The watch cache keeps the events of the last burst of writes, with
-		// the previous version of every object they changed, until newer
-		// writes push them out: an idle server never sheds them.
+		// The watch cache's event history keeps the last burst's events,
+		// with the previous version of every object they changed. It halves
+		// at a write only when it is full and its newest quarter is older
+		// than 75 s: a trickle of writes sheds a full history within a few
+		// writes, and one the burst did not fill not at all (measured: the
+		// kubeconfigs' was not full, the Sessions' was).
 		if err := writeTrickle(ctx, cfg, writes, 15*time.Second); err != nil {
 			return err
 		}
