@@ -15,7 +15,8 @@ const (
 	// KeyKubeconfig holds the minted kubeconfig.
 	KeyKubeconfig = "kubeconfig"
 	// KeyPrivateKey holds the private key of a cluster target's CSR until
-	// the certificate is issued.
+	// the certificate is issued, the first one or a renewal's (next to the
+	// kubeconfig in use).
 	KeyPrivateKey = "tls.key"
 
 	// LabelSessionName and LabelSessionNamespace name the session a

@@ -1,6 +1,7 @@
 package credentials
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/http"
@@ -45,7 +46,11 @@ const forgetFor = 10 * time.Minute
 
 type cachedBackend struct {
 	resourceVersion string
-	backend         Backend
+	// kubeconfig is the digest of the kubeconfig the backend was built
+	// from: a write that leaves it as it was (a renewal's new key added
+	// next to it) keeps the backend and its connections.
+	kubeconfig [sha256.Size]byte
+	backend    Backend
 }
 
 // NewSource returns a source over a lister of the server's namespace.
@@ -71,17 +76,24 @@ func (s *Source) Backend(uid types.UID) (Backend, error) {
 	if _, gone := s.forgotten[uid]; gone {
 		return Backend{}, ErrNotMinted
 	}
-	if c, ok := s.backends[uid]; ok && c.resourceVersion == secret.ResourceVersion {
+	c, cached := s.backends[uid]
+	if cached && c.resourceVersion == secret.ResourceVersion {
+		return c.backend, nil
+	}
+	sum := sha256.Sum256(kubeconfig)
+	if cached && c.kubeconfig == sum {
+		c.resourceVersion = secret.ResourceVersion
+		s.backends[uid] = c
 		return c.backend, nil
 	}
 	b, err := newBackend(kubeconfig)
 	if err != nil {
 		return Backend{}, err
 	}
-	if old, ok := s.backends[uid]; ok {
-		old.backend.Transport.CloseIdleConnections()
+	if cached {
+		c.backend.Transport.CloseIdleConnections()
 	}
-	s.backends[uid] = cachedBackend{resourceVersion: secret.ResourceVersion, backend: b}
+	s.backends[uid] = cachedBackend{resourceVersion: secret.ResourceVersion, kubeconfig: sum, backend: b}
 	return b, nil
 }
 

@@ -65,9 +65,14 @@ func TestSource(t *testing.T) {
 	if again, _ := source.Backend("s1"); again.Transport != first.Transport {
 		t.Error("the transport was not reused for an unchanged Secret")
 	}
-	put("s1", "2", map[string][]byte{KeyKubeconfig: kubeconfig})
+	// A renewal's key written next to the kubeconfig in use: same backend.
+	put("s1", "2", map[string][]byte{KeyKubeconfig: kubeconfig, KeyPrivateKey: []byte("key")})
+	if same, _ := source.Backend("s1"); same.Transport != first.Transport {
+		t.Error("the transport was replaced though the kubeconfig is unchanged")
+	}
+	put("s1", "3", map[string][]byte{KeyKubeconfig: testKubeconfig(t)})
 	if changed, _ := source.Backend("s1"); changed.Transport == first.Transport {
-		t.Error("the transport was reused after the Secret changed")
+		t.Error("the transport was reused after the kubeconfig changed")
 	}
 
 	put("insecure", "1", map[string][]byte{KeyKubeconfig: []byte(`apiVersion: v1

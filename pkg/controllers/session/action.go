@@ -272,14 +272,25 @@ func clusterCertificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
 	if err := CheckCertificate(o.CSR.Status.Certificate, key, o.Session, o.Now); err != nil {
 		return wait(0, v1alpha1.SessionReasonCertificateInvalid, err.Error())
 	}
+	// A signer whose own certificate expires soon caps what it issues at
+	// that: a renewal that gains nothing would be due again at once.
+	if o.Credentials != nil && len(o.Credentials.Data[credentials.KeyKubeconfig]) > 0 {
+		_, inUse := credentials.Validity(o.Credentials.Data[credentials.KeyKubeconfig])
+		if issued, err := credentials.ParseCertificate(o.CSR.Status.Certificate); err == nil && !issued.NotAfter.After(inUse) {
+			return wait(0, v1alpha1.SessionReasonCertificateInvalid, fmt.Sprintf(
+				"the signer issued a certificate that ends at %s, no later than the one in use", issued.NotAfter.UTC().Format(time.RFC3339)))
+		}
+	}
 	return step(WriteCertificate)
 }
 
 // renewingCondition is CredentialsReady while a cluster target's
 // certificate is due for renewal and the renewal waits: the credentials in
 // use stay Ready until they expire, saying what holds the renewal up unless
-// it is only the signer's usual delay; once expired, the problem is the
-// condition.
+// it is only the signer's usual delay; once expired, CertificateInvalid
+// with the problem in the message. Its own reason, not the problem's: a
+// target problem's condition is carried over to the next pass as it
+// stands (unmarkedTarget), and must not be read as a bare one.
 func renewingCondition(minted, problem metav1.Condition, notAfter, now time.Time) metav1.Condition {
 	expiry := notAfter.UTC().Format(time.RFC3339)
 	if now.Before(notAfter) {
@@ -288,11 +299,8 @@ func renewingCondition(minted, problem metav1.Condition, notAfter, now time.Time
 		}
 		return minted
 	}
-	if problem.Reason == v1alpha1.SessionReasonCSRPending {
-		problem.Reason = v1alpha1.SessionReasonCertificateInvalid
-	}
-	problem.Message = fmt.Sprintf("the client certificate expired at %s and is not renewed yet: %s", expiry, problem.Message)
-	return problem
+	return credentialsFalse(v1alpha1.SessionReasonCertificateInvalid,
+		fmt.Sprintf("the client certificate expired at %s and is not renewed yet: %s", expiry, problem.Message))
 }
 
 func policyCondition(p PolicyState) metav1.Condition {

@@ -331,7 +331,7 @@ func TestNextAction(t *testing.T) {
 			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, CSR: csr(t, newKey, nil, certificatesv1.CertificateDenied),
 				Policy: policy, Now: created.Add(30 * time.Minute)},
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 30 * time.Minute, Conditions: func() []metav1.Condition {
-				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRDenied,
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
 					Message: "the client certificate expired at 2026-11-30T10:30:00Z and is not renewed yet: the target denied the session's certificate signing request"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
@@ -341,6 +341,22 @@ func TestNextAction(t *testing.T) {
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 30 * time.Second, Conditions: func() []metav1.Condition {
 				c := credsMinted
 				c.Message += "; renewing the client certificate before it expires at 2026-11-30T10:30:00Z: " + targetDown.Message
+				return conditions(c, policyApplied, sessionReady)
+			}()}},
+		{name: "cluster target renewal: the target Secret went and the certificate expired: its own reason, so the next pass asks again",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, Target: &TargetProblem{Reason: targetGone.Reason, Message: targetGone.Message},
+				Policy: policy, Now: created.Add(30 * time.Minute)},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 30 * time.Minute, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
+					Message: "the client certificate expired at 2026-11-30T10:30:00Z and is not renewed yet: " + targetGone.Message}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "cluster target renewal: the signer's certificate ends no later than the one in use: not taken, said",
+			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, Policy: policy, Now: renewAt,
+				CSR: csr(t, newKey, issue(t, newKey, "clustergate:session:alice", []string{"viewer"}, created.Add(30*time.Minute)), certificatesv1.CertificateApproved)},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: time.Minute, Conditions: func() []metav1.Condition {
+				c := credsMinted
+				c.Message += "; renewing the client certificate before it expires at 2026-11-30T10:30:00Z: the signer issued a certificate that ends at 2026-11-30T10:30:00Z, no later than the one in use"
 				return conditions(c, policyApplied, sessionReady)
 			}()}},
 		{name: "cluster target: a CSR for another key, before any certificate: replaced",

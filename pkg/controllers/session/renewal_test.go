@@ -19,6 +19,8 @@ func TestRenewal(t *testing.T) {
 		{name: "outlasts the session", notBefore: created, notAfter: expiresAt.Add(time.Second)},
 		{name: "ends with the session", notBefore: created, notAfter: expiresAt},
 		{name: "ends before: renewBefore ahead", notBefore: created, notAfter: created.Add(10 * time.Minute), want: created.Add(8 * time.Minute)},
+		{name: "Kubernetes' signer backdates by 5 minutes: renewBefore ahead", notBefore: created.Add(-5 * time.Minute), notAfter: created.Add(10 * time.Minute),
+			want: created.Add(8 * time.Minute)},
 		{name: "a signer's 70 s certificate: at half its lifetime, not at once", notBefore: created, notAfter: created.Add(70 * time.Second),
 			want: created.Add(35 * time.Second)},
 	} {
