@@ -94,6 +94,8 @@ func TestReachTarget(t *testing.T) {
 			wantReason: v1alpha1.SessionReasonTargetNotMarked},
 		{name: "the session said it was unreachable: asked", session: session(clusterTarget, saying(v1alpha1.SessionReasonTargetUnreachable)),
 			wantReason: v1alpha1.SessionReasonTargetNotFound, wantAsked: []string{"get secrets"}},
+		{name: "the session says its certificate expired unrenewed: asked, the message is not carried over", session: session(clusterTarget, saying(v1alpha1.SessionReasonCertificateInvalid)),
+			wantReason: v1alpha1.SessionReasonTargetNotFound, wantAsked: []string{"get secrets"}},
 		{name: "the core cluster forbids: forbidden", session: session(clusterTarget),
 			coreErr:    apierrors.NewForbidden(corev1.Resource("secrets"), "mc-1", errors.New("no")),
 			wantReason: v1alpha1.SessionReasonTargetForbidden, wantAsked: []string{"get secrets"}},
