@@ -3,7 +3,8 @@
 // kube-apiserver, taking turns in one run: LIST as JSON, as a Table and for a
 // client that prefers protobuf, create throughput with kubectl, and the
 // server's memory with N Sessions and N GardenerClusterKubeconfigs (their
-// Secrets cached) before and after the LISTs.
+// Secrets cached) before and after the LISTs, settled, after a trickle of
+// writes, and its median and range over a window after that.
 //
 //	go run ./hack/bench/api -objects=10000
 package main
@@ -48,6 +49,7 @@ func main() {
 	limit := flag.String("container-memory-limit", "", "run clustergate as in a container with this memory limit (e.g. 256Mi): with the Go soft limit it derives from it")
 	env := flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=50)")
 	settle := flag.Duration("settle", 330*time.Second, "how long after the LISTs to measure memory again, idle: the Go runtime collects at least every 2 minutes, and the memory of the LISTs was returned only after the second of those (3.5 minutes after them, measured)")
+	steady := flag.Duration("steady", 5*time.Minute, "after the writes, how long to sample the memory every 30 s for its median and range (0: not)")
 	writes := flag.Int("writes", 10, "after the settling, writes to one Session and one GardenerClusterKubeconfig, one of each every 15 s, as a control plane's expiries, rotations and users make them; the live heap and the memory are measured before and after (0: none)")
 	flag.Parse()
 	root, _ := os.Getwd()
@@ -60,13 +62,13 @@ func main() {
 		}
 		memoryLimit = q.Value()
 	}
-	if err := run(root, *objects, *rounds, strings.Fields(*args), strings.Fields(*env), memoryLimit, *settle, *writes); err != nil {
+	if err := run(root, *objects, *rounds, strings.Fields(*args), strings.Fields(*env), memoryLimit, *settle, *writes, *steady); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root string, n, rounds int, args, env []string, memoryLimit int64, settle time.Duration, writes int) error {
+func run(root string, n, rounds int, args, env []string, memoryLimit int64, settle time.Duration, writes int, steady time.Duration) error {
 	ctx := context.Background()
 	dir := filepath.Join(root, "_output", "bench-api")
 	cp, err := localcluster.Start(ctx, localcluster.Options{
@@ -196,6 +198,10 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 		}
 		liveWritten = mem.read(fmt.Sprintf("after %d writes of each kind, right after a collection", writes))
 	}
+	var steadyState steadyState
+	if steady > 0 {
+		steadyState = mem.window(steady, 30*time.Second)
+	}
 
 	limitNote := "no container memory limit"
 	if memoryLimit > 0 {
@@ -226,6 +232,11 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	fmt.Printf("| clustergate live: Go heap in use right after a collection, idle since the LISTs | %d MiB | | | |\n", liveIdle.heapInUse>>20)
 	if writes > 0 {
 		fmt.Printf("| clustergate live: the same after %d writes of each kind, one every 15 s | %d MiB | | | |\n", writes, liveWritten.heapInUse>>20)
+	}
+	if steady > 0 {
+		fmt.Printf("| clustergate steady state, %s sampled every 30 s: RSS median (range) / anonymous median (range) | %d MiB (%d–%d) / %d MiB (%d–%d) | | | RSS ≤ 300 MiB |\n",
+			steadyState.duration, steadyState.rss[1]/1024, steadyState.rss[0]/1024, steadyState.rss[2]/1024,
+			steadyState.anon[1]/1024, steadyState.anon[0]/1024, steadyState.anon[2]/1024)
 	}
 	last := mem.samples[len(mem.samples)-1]
 	fmt.Printf("| RSS per object (%d Sessions + %d kubeconfigs with Secrets) | %d bytes | | | |\n", n, n,

@@ -51,6 +51,32 @@ func (m *memory) settle(d, interval time.Duration, when string) {
 	m.sample(when)
 }
 
+// window samples the memory every interval for d and records its median
+// and range: the steady state, which a single sample misses (the watch
+// cache's consistency check lists everything from etcd every 5 to 7.5
+// minutes, and the runtime returns freed memory minutes after a
+// collection).
+func (m *memory) window(d, interval time.Duration) steadyState {
+	var rss, anon []int
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		time.Sleep(interval)
+		s := m.read(fmt.Sprintf("steady state, %s left", time.Until(end).Round(time.Second)))
+		rss, anon = append(rss, s.rssKiB), append(anon, s.anonKiB)
+	}
+	slices.Sort(rss)
+	slices.Sort(anon)
+	return steadyState{duration: d, samples: len(rss), rss: [3]int{rss[0], rss[len(rss)/2], rss[len(rss)-1]},
+		anon: [3]int{anon[0], anon[len(anon)/2], anon[len(anon)-1]}}
+}
+
+// steadyState is the minimum, median and maximum of the memory over a
+// window, in KiB.
+type steadyState struct {
+	duration  time.Duration
+	samples   int
+	rss, anon [3]int
+}
+
 // read reads and prints the memory now; a failed reading is printed and
 // read as zero, so that a run still prints its table.
 func (m *memory) read(when string) memorySample {
