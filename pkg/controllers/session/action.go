@@ -1,12 +1,14 @@
 // Package session holds the controller that gives each Session its
-// credentials and its Istio AuthorizationPolicy, keeps its conditions, and
-// ends it at expiresAt: the session is deleted, and its finalizer removes the
+// credentials and its Istio AuthorizationPolicy, renews credentials that
+// would expire before the session, keeps its conditions, and ends it at
+// expiresAt: the session is deleted, and its finalizer removes the
 // credentials, the CSR and the policy.
 //
 // Each pass computes the single next action from what it observes
 // (NextAction, a pure function tested as data) and performs it. The state of
-// a half-done mint (the private key, the CSR) lives in the credentials
-// Secret and on the target, so a crash between passes loses nothing.
+// a half-done mint or renewal (the private key, the CSR) lives in the
+// credentials Secret and on the target, so a crash between passes loses
+// nothing.
 package session
 
 import (
