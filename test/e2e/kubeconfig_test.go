@@ -28,10 +28,7 @@ import (
 // through the aggregator.
 func clients(t *testing.T) (kubernetes.Interface, versioned.Interface) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := restConfig(t, cp.AdminKubeconfig)
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

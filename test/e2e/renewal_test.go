@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -32,11 +30,7 @@ const shortLivedSigner = "clustergate.dev/e2e-short-lived"
 // configure one.
 func runShortLivedSigner(t *testing.T, lifetime time.Duration) {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.ShootKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shoot, err := kubernetes.NewForConfig(cfg)
+	shoot, err := kubernetes.NewForConfig(restConfig(t, cp.ShootKubeconfig))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,25 +76,6 @@ func signApproved(ctx context.Context, shoot kubernetes.Interface, ca *localclus
 		}
 	}
 	return nil
-}
-
-// clientCertificate is the client certificate of the session's minted
-// credentials.
-func clientCertificate(t *testing.T, s *v1alpha1.Session) *x509.Certificate {
-	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(credentialsKubeconfig(t, s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
-	if block == nil {
-		t.Fatal("the minted kubeconfig has no client certificate")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert
 }
 
 // TestClusterCertificateRenewal: a cluster target's signer issues

@@ -67,6 +67,25 @@ func credentialsKubeconfig(t *testing.T, s *v1alpha1.Session) string {
 	return path
 }
 
+// clientCertificate is the client certificate of the session's minted
+// credentials.
+func clientCertificate(t *testing.T, s *v1alpha1.Session) *x509.Certificate {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(credentialsKubeconfig(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
+	if block == nil {
+		t.Fatal("the minted kubeconfig has no client certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
 func TestShootSession(t *testing.T) {
 	_, client := clients(t)
 	ns := namespace(t, "shoot-sessions")
@@ -117,16 +136,7 @@ func TestClusterSession(t *testing.T) {
 		t.Errorf("CSR on the shoot: %s", issued)
 	}
 	creds := credentialsKubeconfig(t, s)
-	cfg, err := clientcmd.LoadFromFile(creds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo].ClientCertificateData)
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cert.Subject.CommonName != "clustergate:session:admin" || strings.Join(cert.Subject.Organization, ",") != "viewer" {
+	if cert := clientCertificate(t, s); cert.Subject.CommonName != "clustergate:session:admin" || strings.Join(cert.Subject.Organization, ",") != "viewer" {
 		t.Errorf("certificate subject = %s", cert.Subject)
 	}
 	who := kubectlAs(t, creds, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
