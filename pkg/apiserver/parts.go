@@ -116,11 +116,11 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			if files != nil {
 				go files.Run(hookCtx, 1)
 			}
-			auth, err := dataplane.LoadAuthenticator(hookCtx, extra.DataPlane.AuthenticationConfigFile)
+			auth, err := dataplane.LoadAuthenticator(hookCtx, extra.DataPlane.AuthenticationConfigFile, extra.DataPlane.SharedGardenIdentities)
 			if err != nil {
 				return err
 			}
-			_, err = dataplane.Listen(hookCtx, extra.DataPlane, cert, auth, sessionProxy)
+			_, err = dataplane.Listen(hookCtx, extra.DataPlane, server.SecureServingInfo, cert, auth, sessionProxy)
 			return err
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -51,8 +52,8 @@ func (a *Authenticator) HealthCheck() error {
 // from file and builds its JWT authenticators, which fetch their issuers'
 // discovery documents and keys in the background until ctx ends. Only the
 // jwt section counts: anonymous access is refused on the data plane.
-func LoadAuthenticator(ctx context.Context, file string) (*Authenticator, error) {
-	cfg, compiler, err := ReadAuthenticationConfig(file)
+func LoadAuthenticator(ctx context.Context, file string, sharedGardenIdentities bool) (*Authenticator, error) {
+	cfg, compiler, err := ReadAuthenticationConfig(file, sharedGardenIdentities)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +80,10 @@ func LoadAuthenticator(ctx context.Context, file string) (*Authenticator, error)
 
 // ReadAuthenticationConfig reads and validates an AuthenticationConfiguration
 // for the data plane, as LoadAuthenticator does, without contacting an
-// issuer: for the server's flag checks.
-func ReadAuthenticationConfig(file string) (*apiserverapi.AuthenticationConfiguration, authenticationcel.Compiler, error) {
+// issuer: for the server's flag checks. Unless sharedGardenIdentities says
+// that its issuers are the garden's own, every issuer must map names into
+// a space of their own (checkIdentitySpace).
+func ReadAuthenticationConfig(file string, sharedGardenIdentities bool) (*apiserverapi.AuthenticationConfiguration, authenticationcel.Compiler, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, nil, err
@@ -103,5 +106,91 @@ func ReadAuthenticationConfig(file string) (*apiserverapi.AuthenticationConfigur
 	if errs := apiservervalidation.ValidateAuthenticationConfiguration(compiler, cfg, nil); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("%s: %w", file, errs.ToAggregate())
 	}
+	if err := checkDistinctPrefixes(cfg); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if !sharedGardenIdentities {
+		if err := checkIdentitySpace(cfg); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+	}
 	return cfg, compiler, nil
+}
+
+// checkIdentitySpace makes the data plane's identities structurally apart
+// from the garden's: the owner check compares user names, so a data-plane
+// token whose mapped name equals a garden user's would own that user's
+// sessions. Every issuer must map the user name, and groups if it maps
+// them, from a claim with a prefix of its own that is not in the system:
+// space, which garden names then cannot have when the garden's
+// authenticators use other prefixes (docs/security.md).
+func checkIdentitySpace(cfg *apiserverapi.AuthenticationConfiguration) error {
+	var errs []error
+	for _, jwt := range cfg.JWT {
+		m := jwt.ClaimMappings
+		if err := checkPrefix("username", m.Username); err != nil {
+			errs = append(errs, fmt.Errorf("issuer %s: %w", jwt.Issuer.URL, err))
+		}
+		if m.Groups != (apiserverapi.PrefixedClaimOrExpression{}) {
+			if err := checkPrefix("groups", m.Groups); err != nil {
+				errs = append(errs, fmt.Errorf("issuer %s: %w", jwt.Issuer.URL, err))
+			}
+		}
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// checkDistinctPrefixes keeps each issuer's names apart from the others':
+// with one prefix for two issuers, either could mint the other's users.
+// Neither may a prefix start another, so that a user name tells its issuer.
+func checkDistinctPrefixes(cfg *apiserverapi.AuthenticationConfiguration) error {
+	issuers := Issuers(cfg)
+	for i, a := range issuers {
+		for _, b := range issuers[i+1:] {
+			if strings.HasPrefix(a.UsernamePrefix, b.UsernamePrefix) || strings.HasPrefix(b.UsernamePrefix, a.UsernamePrefix) {
+				return fmt.Errorf("issuers %s and %s map user names with the prefixes %q and %q: each issuer needs a prefix that no other's starts with",
+					a.URL, b.URL, a.UsernamePrefix, b.UsernamePrefix)
+			}
+		}
+	}
+	return nil
+}
+
+func checkPrefix(field string, m apiserverapi.PrefixedClaimOrExpression) error {
+	const hint = "; a prefix that the garden's user names never start with keeps data-plane identities apart from them " +
+		"(--data-plane-shared-garden-identities says the issuer is the garden's own instead)"
+	switch {
+	case m.Expression != "":
+		return fmt.Errorf("claimMappings.%s must be a claim with a prefix, not an expression, so that the prefix can be checked%s", field, hint)
+	case m.Prefix == nil || *m.Prefix == "":
+		return fmt.Errorf("claimMappings.%s.prefix must not be empty%s", field, hint)
+	case systemName(*m.Prefix):
+		return fmt.Errorf("claimMappings.%s.prefix %q is in the system: space, which Kubernetes reserves", field, *m.Prefix)
+	}
+	return nil
+}
+
+// Issuer is how one JWT issuer of the data plane names users: the user name
+// of a token is UsernamePrefix followed by the value of its UsernameClaim.
+// Istio policies in front of the data plane match the same claim.
+type Issuer struct {
+	URL, UsernameClaim, UsernamePrefix string
+}
+
+// Issuers lists how the configuration's issuers name users; issuers that map
+// the user name by expression are left out: no Istio rule can mirror them.
+func Issuers(cfg *apiserverapi.AuthenticationConfiguration) []Issuer {
+	var issuers []Issuer
+	for _, jwt := range cfg.JWT {
+		m := jwt.ClaimMappings.Username
+		if m.Claim == "" {
+			continue
+		}
+		prefix := ""
+		if m.Prefix != nil {
+			prefix = *m.Prefix
+		}
+		issuers = append(issuers, Issuer{URL: jwt.Issuer.URL, UsernameClaim: m.Claim, UsernamePrefix: prefix})
+	}
+	return issuers
 }

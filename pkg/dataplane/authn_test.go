@@ -16,6 +16,7 @@ import (
 	"time"
 
 	jose "gopkg.in/go-jose/go-jose.v2"
+	certutil "k8s.io/client-go/util/cert"
 	"gopkg.in/go-jose/go-jose.v2/jwt"
 )
 
@@ -91,7 +92,7 @@ func TestLoadAuthenticator(t *testing.T) {
 	i := newIssuer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	auth, err := LoadAuthenticator(ctx, writeConfig(t, jwtConfig(i.server.URL, i.caPEM(), "")))
+	auth, err := LoadAuthenticator(ctx, writeConfig(t, jwtConfig(i.server.URL, i.caPEM(), "")), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,19 +150,41 @@ func TestLoadAuthenticator(t *testing.T) {
 // TestReadAuthenticationConfig: a configuration the data plane cannot use
 // is refused with a reason before the server starts.
 func TestReadAuthenticationConfig(t *testing.T) {
-	ca := "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+	caPEM, _, err := certutil.GenerateSelfSignedCertKey("issuer.example", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := string(caPEM)
+	unprefixed := strings.Replace(jwtConfig("https://issuer.example", ca, ""), `prefix: "oidc:"`, `prefix: ""`, 1)
 	tests := []struct {
 		name, content, want string
+		shared              bool
 	}{
 		{name: "anonymous access", content: jwtConfig("https://issuer.example", ca, "anonymous: {enabled: true}\n"), want: "anonymous access cannot be enabled"},
 		{name: "no issuer", content: "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\n", want: "no jwt issuer"},
 		{name: "an issuer over http", content: jwtConfig("http://issuer.example", ca, ""), want: "https"},
 		{name: "another kind", content: "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\n", want: "AuthenticationConfiguration is expected"},
+		// Data-plane names in a space of their own.
+		{name: "a prefixed claim", content: jwtConfig("https://issuer.example", ca, "")},
+		{name: "no user name prefix", content: unprefixed, want: "claimMappings.username.prefix must not be empty"},
+		{name: "no user name prefix, the garden's own issuer", content: unprefixed, shared: true},
+		{name: "a system: prefix", content: strings.Replace(jwtConfig("https://issuer.example", ca, ""), `prefix: "oidc:"`, `prefix: "system:oidc:"`, 1),
+			want: "system: space"},
+		{name: "a user name expression", content: strings.Replace(jwtConfig("https://issuer.example", ca, ""), `username: {claim: sub, prefix: "oidc:"}`,
+			`username: {expression: "'oidc:' + claims.sub"}`, 1), want: "not an expression"},
+		{name: "groups without a prefix", content: jwtConfig("https://issuer.example", ca, `    groups: {claim: groups, prefix: ""}`+"\n"),
+			want: "claimMappings.groups.prefix must not be empty"},
+		{name: "two issuers, one prefix", content: jwtConfig("https://issuer.example", ca, "") + strings.TrimPrefix(jwtConfig("https://other.example", ca, ""),
+			"apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n"), want: "no other's starts with"},
+		{name: "prefixed groups", content: jwtConfig("https://issuer.example", ca, `    groups: {claim: groups, prefix: "oidc:"}`+"\n")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := ReadAuthenticationConfig(writeConfig(t, tt.content))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
+			_, _, err := ReadAuthenticationConfig(writeConfig(t, tt.content), tt.shared)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
 				t.Errorf("error = %v, want one saying %q", err, tt.want)
 			}
 		})

@@ -14,48 +14,77 @@ package dataplane
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/proxy"
 )
 
-// PathPrefix starts every path the data plane serves.
-const PathPrefix = "/sessions/"
-
-// SessionPath is the path below which the data plane serves the session
-// namespace/name; the path on the target follows it. The sessions'
-// AuthorizationPolicies and kubeconfigs are made from it, so the three
-// cannot disagree.
-func SessionPath(namespace, name string) string {
-	return PathPrefix + namespace + "/" + name + "/"
-}
-
-// parsePath splits a data-plane path into the session's namespace and name
-// and the path on the target.
-func parsePath(p string) (namespace, name, path string, ok bool) {
-	rest, found := strings.CutPrefix(p, PathPrefix)
+// parsePath splits a data-plane request's path into the session's
+// namespace and name and the path on the target. The namespace and name are
+// read from the path as sent (escaped), so that %2F or %5C cannot move a
+// segment boundary: Istio's path rules match the escaped path, and a name
+// read from the decoded one could reach a session its policy does not
+// cover. ok is false for a path outside PathPrefix; err says why a path
+// inside it names no session.
+func parsePath(u *url.URL) (namespace, name, path string, ok bool, err error) {
+	rest, found := strings.CutPrefix(u.EscapedPath(), v1alpha1.DataPlanePathPrefix)
 	if !found {
-		return "", "", "", false
+		return "", "", "", false, nil
 	}
 	parts := strings.SplitN(rest, "/", 3)
 	if len(parts) < 2 {
-		return "", "", "", false
+		return "", "", "", true, errors.New("the path names no session")
 	}
 	namespace, name = parts[0], parts[1]
 	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return "", "", "", false
+		return "", "", "", true, fmt.Errorf("%q and %q are not a session's namespace and name", namespace, name)
 	}
-	path = "/"
-	if len(parts) == 3 {
-		path += parts[2]
+	// The escaped and the decoded path agree up to here: a DNS name has no
+	// escapes.
+	path = strings.TrimPrefix(u.Path, v1alpha1.DataPlaneSessionPath(namespace, name))
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
 	}
-	return namespace, name, path, true
+	return namespace, name, path, true, nil
+}
+
+// systemName tells names of the system: space, which Kubernetes reserves
+// for its own components: no data-plane identity may carry one.
+func systemName(name string) bool {
+	return strings.HasPrefix(name, "system:")
+}
+
+// refuseSystemIdentity refuses a caller whose mapped user or groups are in
+// the system: space, which a data-plane issuer must never produce (see
+// CheckIdentityMappings); a JWT issuer that does is misconfigured.
+func refuseSystemIdentity(u user.Info) error {
+	bad := []string{}
+	if systemName(u.GetName()) {
+		bad = append(bad, "user "+u.GetName())
+	}
+	for _, g := range u.GetGroups() {
+		if systemName(g) {
+			bad = append(bad, "group "+g)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return apierrors.NewForbidden(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "sessions/proxy"}, "",
+		fmt.Errorf("the data plane serves no identity of the system: space (%s)", strings.Join(bad, ", ")))
 }
 
 // Opener opens a proxied request to a session for the user in ctx, or
@@ -70,14 +99,22 @@ type Opener interface {
 func Handler(auth authenticator.Request, sessions Opener) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		responder := statusResponder{w: w}
-		namespace, name, path, ok := parsePath(req.URL.Path)
-		if !ok {
+		namespace, name, path, ok, err := parsePath(req.URL)
+		switch {
+		case !ok:
 			responder.Error(notFound(req.URL.Path))
+			return
+		case err != nil:
+			responder.Error(apierrors.NewBadRequest(err.Error()))
 			return
 		}
 		resp, ok, err := auth.AuthenticateRequest(req)
 		if err != nil || !ok {
 			responder.Error(unauthorized(err))
+			return
+		}
+		if err := refuseSystemIdentity(resp.User); err != nil {
+			responder.Error(err)
 			return
 		}
 		ctx := genericapirequest.WithNamespace(genericapirequest.WithUser(req.Context(), resp.User), namespace)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -20,31 +21,41 @@ import (
 	"github.com/clustergate/clustergate/pkg/proxy"
 )
 
+// TestParsePath: a session is named by the path as sent, so that no escape
+// moves a segment boundary away from where Istio's path rules see it.
 func TestParsePath(t *testing.T) {
 	tests := []struct {
 		path                  string
 		namespace, name, rest string
-		ok                    bool
+		inside, ok            bool
 	}{
-		{path: "/sessions/sre/fix-etcd/api/v1/namespaces", namespace: "sre", name: "fix-etcd", rest: "/api/v1/namespaces", ok: true},
-		{path: "/sessions/sre/fix-etcd/", namespace: "sre", name: "fix-etcd", rest: "/", ok: true},
-		{path: "/sessions/sre/fix-etcd", namespace: "sre", name: "fix-etcd", rest: "/", ok: true},
-		{path: "/sessions/sre"},
-		{path: "/sessions/"},
+		{path: "/sessions/sre/fix-etcd/api/v1/namespaces", namespace: "sre", name: "fix-etcd", rest: "/api/v1/namespaces", inside: true, ok: true},
+		{path: "/sessions/sre/fix-etcd/", namespace: "sre", name: "fix-etcd", rest: "/", inside: true, ok: true},
+		{path: "/sessions/sre/fix-etcd", namespace: "sre", name: "fix-etcd", rest: "/", inside: true, ok: true},
+		{path: "/sessions/sre/fix-etcd/api/v1/namespaces/a%2Fb", namespace: "sre", name: "fix-etcd", rest: "/api/v1/namespaces/a/b", inside: true, ok: true},
+		{path: "/sessions/sre", inside: true},
+		{path: "/sessions/", inside: true},
+		{path: "/sessions/sre%2Ffix-etcd/api", inside: true},
+		{path: "/sessions/sre/fix-etcd%2Fapi", inside: true},
+		{path: "/sessions/sre/fix-etcd%2fapi", inside: true},
+		{path: "/sessions/sre%5Cfix-etcd/api", inside: true},
+		{path: "/sessions/sre/fix%2Detcd/api", inside: true},
+		{path: "/sessions//sre/fix-etcd/api", inside: true},
+		{path: "/sessions/SRE/fix-etcd/api", inside: true},
+		{path: "/sessions/sre/Fix_etcd/api", inside: true},
 		{path: "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix-etcd/proxy/api"},
-		{path: "/sessions/SRE/fix-etcd/api"},
-		{path: "/sessions/sre/Fix_etcd/api"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			ns, name, rest, ok := parsePath(tt.path)
-			if ok != tt.ok || ns != tt.namespace || name != tt.name || rest != tt.rest {
-				t.Errorf("parsePath = %q %q %q %v, want %q %q %q %v", ns, name, rest, ok, tt.namespace, tt.name, tt.rest, tt.ok)
+			u, err := url.Parse(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns, name, rest, inside, err := parsePath(u)
+			if inside != tt.inside || (inside && err == nil) != tt.ok || ns != tt.namespace || name != tt.name || rest != tt.rest {
+				t.Errorf("parsePath = %q %q %q %v %v, want %q %q %q %v ok=%v", ns, name, rest, inside, err, tt.namespace, tt.name, tt.rest, tt.inside, tt.ok)
 			}
 		})
-	}
-	if got := SessionPath("sre", "fix-etcd"); got != "/sessions/sre/fix-etcd/" {
-		t.Errorf("SessionPath = %q", got)
 	}
 }
 
@@ -75,6 +86,10 @@ func TestHandler(t *testing.T) {
 		switch req.Header.Get("Authorization") {
 		case "Bearer alice":
 			return &authenticator.Response{User: &user.DefaultInfo{Name: "alice"}}, true, nil
+		case "Bearer system":
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "system:serviceaccount:sre:sa"}}, true, nil
+		case "Bearer masters":
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "mallory", Groups: []string{"oidc:sre", "system:masters"}}}, true, nil
 		case "Bearer expired":
 			return nil, false, errors.New("token is expired")
 		}
@@ -97,6 +112,9 @@ func TestHandler(t *testing.T) {
 		{name: "someone else's session", path: "/sessions/sre/fix-etcd/api", token: "alice", openerErr: forbidden,
 			code: http.StatusForbidden, reason: metav1.StatusReasonForbidden, opened: true},
 		{name: "not a session's path", path: "/api/v1/pods", token: "alice", code: http.StatusNotFound, reason: metav1.StatusReasonNotFound},
+		{name: "an escaped slash in the session's name", path: "/sessions/sre/fix-etcd%2Fapi", token: "alice", code: http.StatusBadRequest, reason: metav1.StatusReasonBadRequest},
+		{name: "a system: user", path: "/sessions/sre/fix-etcd/api", token: "system", code: http.StatusForbidden, reason: metav1.StatusReasonForbidden},
+		{name: "a system: group", path: "/sessions/sre/fix-etcd/api", token: "masters", code: http.StatusForbidden, reason: metav1.StatusReasonForbidden},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,17 +1,16 @@
 package dataplane
 
 import (
-	"bytes"
 	"context"
-	"crypto/tls"
-	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"time"
 
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/klog/v2"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // Config configures the data plane's listener.
@@ -21,6 +20,9 @@ type Config struct {
 	// AuthenticationConfigFile is the AuthenticationConfiguration of the
 	// JWT issuers whose tokens are accepted.
 	AuthenticationConfigFile string
+	// SharedGardenIdentities says that the issuers are the garden's own, so
+	// that their names need no prefix of their own (checkIdentitySpace).
+	SharedGardenIdentities bool
 	// TLSCertFile and TLSKeyFile are the listener's certificate and key;
 	// empty, it presents the server's serving certificate.
 	TLSCertFile, TLSKeyFile string
@@ -30,66 +32,53 @@ type Config struct {
 // authentication, for load balancers and gateways in front.
 const ReadyPath = "/readyz"
 
-// Listen binds cfg.Address and serves the data plane there with TLS until
-// ctx ends; it returns once the listener is bound, with its address.
-func Listen(ctx context.Context, cfg Config, cert dynamiccertificates.CertKeyContentProvider, auth *Authenticator, sessions Opener) (net.Addr, error) {
-	tlsConfig := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		// HTTP/2 for requests; upgrades (exec, port-forward) negotiate
-		// HTTP/1.1, as kubectl does.
-		NextProtos:     []string{"h2", "http/1.1"},
-		GetCertificate: certificateFrom(cert),
-		// No client certificate is asked for: only the bearer JWT counts.
-		ClientAuth: tls.NoClientCert,
-	}
+// shutdownTimeout bounds how long requests may take to finish at shutdown;
+// streams are ended at once (see endWith).
+const shutdownTimeout = 5 * time.Second
+
+// Listen binds cfg.Address and serves the data plane there until ctx ends,
+// with the generic server's secure serving: the TLS settings of serving
+// (--tls-min-version, --tls-cipher-suites, HTTP/2 limits), its header and
+// idle timeouts, and cert, reloaded when it changes. No client certificate
+// is asked for: only the bearer JWT counts. It returns once the listener is
+// bound, with its address.
+func Listen(ctx context.Context, cfg Config, serving *genericapiserver.SecureServingInfo, cert dynamiccertificates.CertKeyContentProvider, auth *Authenticator, sessions Opener) (net.Addr, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc(ReadyPath, func(w http.ResponseWriter, _ *http.Request) {
+		// Unauthenticated: which issuer fails, and why, stays in the log.
 		if err := auth.HealthCheck(); err != nil {
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			klog.V(2).InfoS("Data plane not ready", "err", err)
+			http.Error(w, "not ready: the JWT issuers' keys are not loaded", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	mux.Handle(PathPrefix, Handler(auth, sessions))
+	mux.Handle(v1alpha1.DataPlanePathPrefix, Handler(auth, sessions))
 	l, err := net.Listen("tcp", cfg.Address)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: mux, TLSConfig: tlsConfig, ReadHeaderTimeout: 30 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
-	go func() {
-		if err := srv.Serve(tls.NewListener(l, tlsConfig)); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.ErrorS(err, "Data plane stopped serving")
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		// Streams end with their sessions; at shutdown they end here.
-		_ = srv.Close()
-	}()
+	info := &genericapiserver.SecureServingInfo{Listener: l, Cert: cert}
+	if serving != nil {
+		info.MinTLSVersion, info.CipherSuites, info.CurvePreferences = serving.MinTLSVersion, serving.CipherSuites, serving.CurvePreferences
+		info.HTTP2MaxStreamsPerConnection, info.DisableHTTP2 = serving.HTTP2MaxStreamsPerConnection, serving.DisableHTTP2
+	}
+	if _, _, err := info.Serve(endWith(ctx, mux), shutdownTimeout, ctx.Done()); err != nil {
+		_ = l.Close()
+		return nil, err
+	}
 	klog.InfoS("Serving the data plane", "address", l.Addr().String())
 	return l.Addr(), nil
 }
 
-// certificateFrom presents the provider's current certificate, parsed once
-// per change.
-func certificateFrom(provider dynamiccertificates.CertKeyContentProvider) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	var (
-		mu                sync.Mutex
-		lastCert, lastKey []byte
-		parsed            *tls.Certificate
-	)
-	return func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		cert, key := provider.CurrentCertKeyContent()
-		mu.Lock()
-		defer mu.Unlock()
-		if parsed == nil || !bytes.Equal(cert, lastCert) || !bytes.Equal(key, lastKey) {
-			pair, err := tls.X509KeyPair(cert, key)
-			if err != nil {
-				return nil, err
-			}
-			parsed, lastCert, lastKey = &pair, cert, key
-		}
-		return parsed, nil
-	}
+// endWith ends every request's context when ctx ends: a graceful shutdown
+// waits for requests to finish, and watches and streams do not.
+func endWith(ctx context.Context, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		reqCtx, cancel := context.WithCancel(req.Context())
+		defer cancel()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		h.ServeHTTP(w, req.WithContext(reqCtx))
+	})
 }

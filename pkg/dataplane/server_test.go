@@ -8,18 +8,21 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apiserver/pkg/authentication/authenticator"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	certutil "k8s.io/client-go/util/cert"
 )
 
 // TestListen: the listener speaks verified TLS with the certificate it is
-// given, answers /readyz only once the issuers' keys are loaded, and sends
-// everything below /sessions/ through the authenticating handler.
+// given and the generic server's TLS settings, answers /readyz only once the
+// issuers' keys are loaded (without saying why to anyone who asks), and
+// sends everything below /sessions/ through the authenticating handler.
 func TestListen(t *testing.T) {
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
@@ -34,20 +37,22 @@ func TestListen(t *testing.T) {
 		Request: authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) { return nil, false, nil }),
 		checks: []func() error{func() error {
 			if !keysLoaded.Load() {
-				return errors.New("keys not loaded")
+				return errors.New("issuer https://login.example.com: fetching keys: connection refused")
 			}
 			return nil
 		}},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := Listen(ctx, Config{Address: "127.0.0.1:0"}, cert, auth, &opener{})
+	serving := &genericapiserver.SecureServingInfo{MinTLSVersion: tls.VersionTLS13}
+	addr, err := Listen(ctx, Config{Address: "127.0.0.1:0"}, serving, cert, auth, &opener{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	var body []byte
 	get := func(path string) int {
 		t.Helper()
 		resp, err := client.Get("https://" + addr.String() + path)
@@ -55,12 +60,20 @@ func TestListen(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		_, _ = io.Copy(io.Discard, resp.Body)
+		body, _ = io.ReadAll(resp.Body)
 		return resp.StatusCode
 	}
 
 	if code := get(ReadyPath); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz before the keys = %d, want 503", code)
+	}
+	if strings.Contains(string(body), "login.example.com") || strings.Contains(string(body), "refused") {
+		t.Errorf("/readyz tells anyone why: %s", body)
+	}
+	tls12 := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS12}}}
+	if resp, err := tls12.Get("https://" + addr.String() + ReadyPath); err == nil {
+		resp.Body.Close()
+		t.Errorf("a TLS 1.2 client got through with --tls-min-version=VersionTLS13")
 	}
 	keysLoaded.Store(true)
 	if code := get(ReadyPath); code != http.StatusOK {

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // statusResponder answers with a Status object, as kube-apiserver does, so
@@ -54,6 +56,6 @@ func unauthorized(err error) error {
 func notFound(path string) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
-		Message: fmt.Sprintf("%q is not a session's path: the data plane serves %s<namespace>/<name>/<path on the target>", path, PathPrefix),
+		Message: fmt.Sprintf("%q is not a session's path: the data plane serves %s<namespace>/<name>/<path on the target>", path, v1alpha1.DataPlanePathPrefix),
 	}}
 }

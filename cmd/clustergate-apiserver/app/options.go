@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -134,10 +133,10 @@ func NewOptions() *Options {
 		Session: session.Options{
 			Config:    session.Config{CSRPoll: 2 * time.Second, RetryAfter: 30 * time.Second},
 			Namespace: serverNamespace(),
-			Policy:    session.PolicyConfig{Namespace: serverNamespace(), PrincipalFormat: "*/{username}"},
+			Policy:    session.PolicyConfig{Port: 8443},
 			Workers:   10,
 		},
-		istioSelector:           "app.kubernetes.io/name=clustergate",
+		istioSelector:           "istio=clustergate-data-plane",
 		ProxyLimits:             proxy.Limits{PerSession: 100, PerOwner: 250},
 		ClientQPS:               100,
 		ClientBurst:             200,
@@ -219,10 +218,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Session.Namespace, "namespace", o.Session.Namespace,
 		"The server's own namespace in the core cluster: session credentials and the kubeconfig Secrets of cluster targets live there (default: $POD_NAMESPACE or clustergate-system).")
 	fs.StringVar(&o.Session.Policy.Namespace, "istio-namespace", o.Session.Policy.Namespace,
-		"Namespace of the sessions' Istio AuthorizationPolicies (the server's pods' namespace); empty turns them off.")
-	fs.StringVar(&o.istioSelector, "istio-workload-selector", o.istioSelector, "Labels that select the server's pods, as key=value,...")
-	fs.StringVar(&o.Session.Policy.PrincipalFormat, "istio-principal-format", o.Session.Policy.PrincipalFormat,
-		"Istio request principal of a session owner; {username} is replaced by the owner's user name.")
+		"Namespace of the data plane's Istio gateway, where each session gets an AuthorizationPolicy that lets only its owner's JWT through to its paths; empty turns them off. Needs --data-plane-authentication-config, whose issuers and claims the policies match.")
+	fs.StringVar(&o.istioSelector, "istio-workload-selector", o.istioSelector, "Labels that select the data plane's Istio gateway pods, as key=value,...")
+	fs.IntVar(&o.Session.Policy.Port, "istio-gateway-port", o.Session.Policy.Port,
+		"Port the data plane's Istio gateway serves the data plane on; the sessions' AuthorizationPolicies match no other.")
 	fs.IntVar(&o.Session.Workers, "session-workers", o.Session.Workers, "Sessions handled in parallel.")
 	fs.Float32Var(&o.ClientQPS, "controller-qps", o.ClientQPS,
 		"Requests per second of the controllers to the core cluster and to the server's own API (client-go's default of 5 would throttle thousands of objects).")
@@ -241,6 +240,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		"host:port of the data plane's listener, which serves /sessions/<namespace>/<name>/<path on the target> to callers with a bearer JWT of the session's owner; empty turns it off.")
 	fs.StringVar(&o.DataPlane.AuthenticationConfigFile, "data-plane-authentication-config", o.DataPlane.AuthenticationConfigFile,
 		"AuthenticationConfiguration (apiserver.config.k8s.io/v1, kube-apiserver's --authentication-config format) of the JWT issuers the data plane accepts; required with --data-plane-address.")
+	fs.BoolVar(&o.DataPlane.SharedGardenIdentities, "data-plane-shared-garden-identities", o.DataPlane.SharedGardenIdentities,
+		"The data plane's JWT issuers are the garden's own, so their user names are garden user names: they then need no prefix of their own. Without it, every issuer must map user names and groups with a non-empty prefix, outside system:.")
 	fs.StringVar(&o.DataPlane.TLSCertFile, "data-plane-tls-cert-file", o.DataPlane.TLSCertFile,
 		"Certificate of the data plane's listener; empty presents the serving certificate.")
 	fs.StringVar(&o.DataPlane.TLSKeyFile, "data-plane-tls-private-key-file", o.DataPlane.TLSKeyFile, "Key of --data-plane-tls-cert-file.")
@@ -307,8 +308,13 @@ func (o *Options) Validate() error {
 	if o.Kubeconfig.Expiration < gardener.MinExpiration {
 		errs = append(errs, fmt.Errorf("--kubeconfig-expiration must be at least %s", gardener.MinExpiration))
 	}
-	if o.Session.Policy.Namespace != "" && !strings.Contains(o.Session.Policy.PrincipalFormat, "{username}") {
-		errs = append(errs, fmt.Errorf("--istio-principal-format must contain {username}"))
+	if o.Session.Policy.Namespace != "" {
+		if o.DataPlane.AuthenticationConfigFile == "" {
+			errs = append(errs, fmt.Errorf("--istio-namespace needs --data-plane-authentication-config: the policies match its issuers and claims"))
+		}
+		if p := o.Session.Policy.Port; p < 1 || p > 65535 {
+			errs = append(errs, fmt.Errorf("--istio-gateway-port must be a port, got %d", p))
+		}
 	}
 	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {
 		errs = append(errs, fmt.Errorf("--istio-workload-selector must be key=value pairs: %q", o.istioSelector))
@@ -324,8 +330,8 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", o.ExternalURL))
 		}
 	}
-	if o.DataPlane.Address != "" {
-		if _, _, err := dataplane.ReadAuthenticationConfig(o.DataPlane.AuthenticationConfigFile); err != nil {
+	if o.DataPlane.Address != "" || o.DataPlane.AuthenticationConfigFile != "" {
+		if _, _, err := dataplane.ReadAuthenticationConfig(o.DataPlane.AuthenticationConfigFile, o.DataPlane.SharedGardenIdentities); err != nil {
 			errs = append(errs, fmt.Errorf("--data-plane-authentication-config: %w", err))
 		}
 	}
@@ -335,6 +341,12 @@ func (o *Options) Validate() error {
 	if o.DataPlaneURL != "" {
 		if u, err := url.Parse(o.DataPlaneURL); err != nil || u.Scheme != "https" || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--data-plane-external-url must be an https URL, got %q", o.DataPlaneURL))
+		}
+		// Without a plugin that fetches the owner's JWT, a data-plane
+		// kubeconfig would have to be completed with whatever credentials
+		// its user has at hand, which are meant for another server.
+		if o.ExecCommand == "" {
+			errs = append(errs, fmt.Errorf("--data-plane-external-url needs --kubeconfig-exec-command: data-plane kubeconfigs get their JWT from it"))
 		}
 	}
 	if o.ClientQPS <= 0 || o.ClientBurst < 1 {
@@ -419,6 +431,16 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		}))
 	}
 	serverConfig.LongRunningFunc = apiserver.LongRunning
+	if o.Session.Policy.Namespace != "" {
+		cfg, _, err := dataplane.ReadAuthenticationConfig(o.DataPlane.AuthenticationConfigFile, o.DataPlane.SharedGardenIdentities)
+		if err != nil {
+			return nil, fmt.Errorf("--data-plane-authentication-config: %w", err)
+		}
+		o.Session.Policy.Issuers = nil
+		for _, issuer := range dataplane.Issuers(cfg) {
+			o.Session.Policy.Issuers = append(o.Session.Policy.Issuers, session.PolicyIssuer(issuer))
+		}
+	}
 	kubeconfig := sessionstorage.KubeconfigConfig{ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs, DataPlaneURL: o.DataPlaneURL}
 	for _, ca := range []struct {
 		flag, file string

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
+	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
@@ -83,4 +84,84 @@ func completedConfig(t *testing.T, dir string, flags ...string) *apiserver.Confi
 	}
 	t.Cleanup(func() { cfg.GenericConfig.SecureServing.Listener.Close() })
 	return cfg
+}
+
+// TestValidateDataPlane: the data plane's and the Istio layer's flags are
+// checked together before the server starts.
+func TestValidateDataPlane(t *testing.T) {
+	dir := t.TempDir()
+	config := func(prefix string) string {
+		file := filepath.Join(dir, "authn-"+prefix+".yaml")
+		content := `apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: https://login.example.com
+    audiences: [clustergate]
+  claimMappings:
+    username: {claim: email, prefix: "` + prefix + `"}
+`
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	tests := []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{name: "Istio policies without the data plane's issuers", flags: []string{"--istio-namespace=clustergate-data-plane"},
+			want: "--istio-namespace needs --data-plane-authentication-config"},
+		{name: "Istio policies on a port that is none", flags: []string{"--istio-namespace=clustergate-data-plane",
+			"--data-plane-authentication-config=" + config("dataplane:"), "--istio-gateway-port=0"}, want: "--istio-gateway-port must be a port"},
+		{name: "data-plane names without a prefix", flags: []string{"--data-plane-address=127.0.0.1:0", "--data-plane-authentication-config=" + config("")},
+			want: "claimMappings.username.prefix must not be empty"},
+		{name: "the garden's own issuer", flags: []string{"--data-plane-address=127.0.0.1:0", "--data-plane-authentication-config=" + config(""),
+			"--data-plane-shared-garden-identities"}},
+		{name: "a data-plane URL without an exec plugin", flags: []string{"--data-plane-external-url=https://sessions.example.com"},
+			want: "--data-plane-external-url needs --kubeconfig-exec-command"},
+		{name: "a data-plane URL with an exec plugin", flags: []string{"--data-plane-external-url=https://sessions.example.com", "--kubeconfig-exec-command=kubelogin"}},
+		{name: "Istio policies for the shipped layout", flags: []string{"--istio-namespace=clustergate-data-plane",
+			"--data-plane-authentication-config=" + config("dataplane:")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(append([]string{"--etcd-servers=http://127.0.0.1:1"}, tt.flags...)); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error = %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPolicyIssuers: the sessions' policies match the issuer and claim the
+// data plane maps owners from.
+func TestPolicyIssuers(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "authn.yaml")
+	if err := os.WriteFile(file, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: https://login.example.com
+    audiences: [clustergate]
+  claimMappings:
+    username: {claim: email, prefix: "dataplane:"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := completedConfig(t, t.TempDir(), "--istio-namespace=clustergate-data-plane", "--data-plane-authentication-config="+file)
+	want := []session.PolicyIssuer{{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"}}
+	if diff := cmp.Diff(want, cfg.ExtraConfig.Controllers.Session.Policy.Issuers); diff != "" {
+		t.Errorf("policy issuers (-want +got):\n%s", diff)
+	}
 }

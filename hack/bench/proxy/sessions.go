@@ -18,7 +18,6 @@ import (
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
-	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
 
@@ -69,7 +68,7 @@ func clients(ctx context.Context, cp *localcluster.ControlPlane, garden *rest.Co
 		return nil, err
 	}
 	aloneCfg := cp.FrontProxyConfig(cp.ClustergateURL+s.Status.Endpoint, owner, "system:serviceaccounts", "system:authenticated")
-	dataPlaneCfg := &rest.Config{Host: cp.DataPlaneURL + dataplane.SessionPath(namespace, s.Name), TLSClientConfig: rest.TLSClientConfig{CAFile: cp.DataPlaneCAFile}}
+	dataPlaneCfg := &rest.Config{Host: cp.DataPlaneURL + v1alpha1.DataPlaneSessionPath(namespace, s.Name) + "/", TLSClientConfig: rest.TLSClientConfig{CAFile: cp.DataPlaneCAFile}}
 	if dataPlaneCfg.BearerToken, err = ownerToken(ctx, kube, localcluster.DataPlaneAudience); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"maps"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -12,18 +13,31 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
-	"github.com/clustergate/clustergate/pkg/dataplane"
 )
 
-// PolicyConfig says how a session's AuthorizationPolicy looks.
+// PolicyConfig says how a session's AuthorizationPolicy looks. The policies
+// are evaluated by the data plane's Istio gateway, where TLS ends and HTTP
+// is visible, never by the server's own pods (docs/security.md, "The Istio
+// layer").
 type PolicyConfig struct {
-	// Namespace holds the policies; empty turns policies off.
+	// Namespace holds the policies: the gateway's namespace; empty turns
+	// policies off.
 	Namespace string
-	// Selector selects the server's pods.
+	// Selector selects the gateway's pods.
 	Selector map[string]string
-	// PrincipalFormat builds the owner's request principal; "{username}" is
-	// replaced by the owner's user name.
-	PrincipalFormat string
+	// Port is the port the gateway serves the data plane on: a policy
+	// matches nothing else, also where Istio drops its HTTP conditions.
+	Port int
+	// Issuers are how the data plane's JWT issuers name users, as its
+	// AuthenticationConfiguration maps them; each has a user name prefix of
+	// its own.
+	Issuers []PolicyIssuer
+}
+
+// PolicyIssuer is how one JWT issuer of the data plane names users: the
+// user name is UsernamePrefix followed by the value of UsernameClaim.
+type PolicyIssuer struct {
+	URL, UsernameClaim, UsernamePrefix string
 }
 
 // PolicyName is the name of a session's AuthorizationPolicy.
@@ -32,18 +46,42 @@ func PolicyName(s *v1alpha1.Session) string {
 }
 
 // DesiredPolicy is the spec of a session's AuthorizationPolicy: DENY any
-// request to the session's path on the data plane from anyone but its
-// owner.
+// request on the data-plane port to the session's paths, exactly as the
+// data plane serves them, unless its JWT comes from the issuer that names
+// the owner and carries the owner's name in the claim the server maps. Two
+// rules, since a DENY rule matches when all its conditions do: one for
+// another issuer, one for another name. An owner no issuer names (a garden
+// user) cannot use the data plane: every request to the session is denied.
 func DesiredPolicy(s *v1alpha1.Session, cfg PolicyConfig) *securityv1beta1.AuthorizationPolicy {
-	principal := strings.ReplaceAll(cfg.PrincipalFormat, "{username}", s.Spec.Owner.Username)
+	path := v1alpha1.DataPlaneSessionPath(s.Namespace, s.Name)
+	to := []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{
+		Ports: []string{strconv.Itoa(cfg.Port)},
+		Paths: []string{path, path + "/*"},
+	}}}
+	rules := []*securityv1beta1.Rule{{To: to}}
+	if issuer, name, ok := cfg.issuerOf(s.Spec.Owner.Username); ok {
+		rules = []*securityv1beta1.Rule{
+			{To: to, When: []*securityv1beta1.Condition{{Key: "request.auth.claims[iss]", NotValues: []string{issuer.URL}}}},
+			{To: to, When: []*securityv1beta1.Condition{{Key: "request.auth.claims[" + issuer.UsernameClaim + "]", NotValues: []string{name}}}},
+		}
+	}
 	return &securityv1beta1.AuthorizationPolicy{
 		Selector: &typev1beta1.WorkloadSelector{MatchLabels: maps.Clone(cfg.Selector)},
 		Action:   securityv1beta1.AuthorizationPolicy_DENY,
-		Rules: []*securityv1beta1.Rule{{
-			From: []*securityv1beta1.Rule_From{{Source: &securityv1beta1.Source{NotRequestPrincipals: []string{principal}}}},
-			To:   []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{Paths: []string{dataplane.SessionPath(s.Namespace, s.Name) + "*"}}}},
-		}},
+		Rules:    rules,
 	}
+}
+
+// issuerOf finds the issuer whose names the user name is in, and the claim
+// value it was mapped from. Prefixes are distinct and none starts another
+// (the data plane refuses other configurations), so at most one matches.
+func (cfg PolicyConfig) issuerOf(username string) (PolicyIssuer, string, bool) {
+	for _, issuer := range cfg.Issuers {
+		if name, ok := strings.CutPrefix(username, issuer.UsernamePrefix); ok && name != "" {
+			return issuer, name, true
+		}
+	}
+	return PolicyIssuer{}, "", false
 }
 
 // observePolicy compares an existing policy with the session's.

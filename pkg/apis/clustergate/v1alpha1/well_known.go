@@ -94,3 +94,16 @@ const (
 	SessionReasonExtensionDenied             = "ExtensionDenied"
 	SessionReasonExpired                     = "Expired"
 )
+
+// DataPlanePathPrefix starts every path the data plane serves:
+// DataPlaneSessionPath, then the path on the target.
+const DataPlanePathPrefix = "/sessions/"
+
+// DataPlaneSessionPath is the path at which the data plane serves the
+// session namespace/name, without a trailing slash; the path on the target
+// follows it. The data plane, the sessions' Istio AuthorizationPolicies and
+// the kubeconfigs of sessions/kubeconfig are made from it, so that the
+// three cannot disagree.
+func DataPlaneSessionPath(namespace, name string) string {
+	return DataPlanePathPrefix + namespace + "/" + name
+}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/registry/session"
 )
 
@@ -90,7 +89,7 @@ func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
 	}
 	if cfg.DataPlaneURL != "" {
 		cluster = &clientcmdapi.Cluster{
-			Server:                   strings.TrimSuffix(cfg.DataPlaneURL, "/") + strings.TrimSuffix(dataplane.SessionPath(s.Namespace, s.Name), "/"),
+			Server:                   strings.TrimSuffix(cfg.DataPlaneURL, "/") + v1alpha1.DataPlaneSessionPath(s.Namespace, s.Name),
 			CertificateAuthorityData: cfg.DataPlaneCAData,
 		}
 	}
