@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -158,17 +162,20 @@ func (g *globals) waitReady(ctx context.Context, s *v1alpha1.Session, timeout ti
 	return ready, err
 }
 
-// writeKubeconfig writes the session's kubeconfig to path. When the server
-// leaves its user empty (no exec plugin configured), the caller's own
-// credentials fill it in: the proxy path is reached through the aggregated
-// API as the caller.
+// writeKubeconfig writes the session's kubeconfig to path. The server leaves
+// its user empty when it has no exec plugin to hand out; the caller's own
+// credentials fill it in only when the kubeconfig reaches the session's
+// aggregated proxy on the caller's own API server, where they are used
+// anyway. Anywhere else, the data plane in particular, they would go to an
+// endpoint that the caller never gave them to, so nothing is written.
 func (g *globals) writeKubeconfig(ctx context.Context, s *v1alpha1.Session, path string) error {
 	c, err := g.client()
 	if err != nil {
 		return err
 	}
+	api := c.ClustergateV1alpha1().RESTClient()
 	kc := &v1alpha1.SessionKubeconfig{}
-	if err := c.ClustergateV1alpha1().RESTClient().Get().Namespace(s.Namespace).Resource("sessions").Name(s.Name).
+	if err := api.Get().Namespace(s.Namespace).Resource("sessions").Name(s.Name).
 		SubResource("kubeconfig").Do(ctx).Into(kc); err != nil {
 		return err
 	}
@@ -177,10 +184,18 @@ func (g *globals) writeKubeconfig(ctx context.Context, s *v1alpha1.Session, path
 		return fmt.Errorf("reading the session's kubeconfig: %w", err)
 	}
 	ctxt := cfg.Contexts[cfg.CurrentContext]
-	if ctxt == nil || cfg.AuthInfos[ctxt.AuthInfo] == nil {
+	if ctxt == nil || cfg.AuthInfos[ctxt.AuthInfo] == nil || cfg.Clusters[ctxt.Cluster] == nil {
 		return errors.New("the session's kubeconfig has no current context")
 	}
-	if user := cfg.AuthInfos[ctxt.AuthInfo]; user.Exec == nil {
+	// Only an empty user is left to the caller; one with an exec plugin, or
+	// anything else the server put in, is kept as it is.
+	if apiequality.Semantic.DeepEqual(*cfg.AuthInfos[ctxt.AuthInfo], clientcmdapi.AuthInfo{}) {
+		// The URL this client would use for the proxy: the caller's API
+		// server, with any path prefix of its kubeconfig.
+		proxy := api.Get().Namespace(s.Namespace).Resource("sessions").Name(s.Name).SubResource("proxy").URL()
+		if err := ownProxy(cfg.Clusters[ctxt.Cluster].Server, proxy); err != nil {
+			return err
+		}
 		own, err := g.ownCredentials()
 		if err != nil {
 			return err
@@ -191,7 +206,87 @@ func (g *globals) writeKubeconfig(ctx context.Context, s *v1alpha1.Session, path
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, data, 0o600)
+	return writePrivateFile(path, data)
+}
+
+// ownProxy returns nil when server is proxy, the session's proxy on the
+// caller's API server: same scheme, host in any case, port (443 or 80 when
+// left out) and path. Otherwise it says why the caller's credentials are
+// not sent to server.
+func ownProxy(server string, proxy *url.URL) error {
+	u, err := url.Parse(server)
+	if err != nil {
+		return fmt.Errorf("the session's kubeconfig has no valid server: %w", err)
+	}
+	own := proxy.Scheme + "://" + proxy.Host
+	samePath := strings.TrimSuffix(u.EscapedPath(), "/") == proxy.EscapedPath()
+	switch {
+	case samePath && strings.EqualFold(u.Scheme, proxy.Scheme) && strings.EqualFold(u.Hostname(), proxy.Hostname()) && port(u) == port(proxy):
+		return nil
+	case samePath:
+		return fmt.Errorf("the session's kubeconfig reaches its proxy through %s, not through the API server of your kubeconfig (%s), "+
+			"and has no exec plugin: your credentials are not sent to another server and no kubeconfig was written; use a kubeconfig for %s",
+			server, own, u.Scheme+"://"+u.Host)
+	}
+	return fmt.Errorf("the server hands out a data-plane kubeconfig (%s) without an exec plugin, and your credentials are only for your API server (%s): "+
+		"they are not sent there and no kubeconfig was written; the server's operator must set --kubeconfig-exec-command", server, own)
+}
+
+// port is u's port, or its scheme's default.
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "http") {
+		return "80"
+	}
+	return "443"
+}
+
+// writePrivateFile replaces path with a new file of mode 0600 holding data:
+// written in full to a temporary file beside it and renamed over it, so that
+// a reader never sees half a kubeconfig and an older file's looser mode does
+// not survive. A symbolic link at path is refused rather than followed (it
+// could point at any file of the caller's) or replaced (the caller may have
+// meant the file it points at): which file gets credentials is the caller's
+// to name. Anything else but a regular file is refused too, as a rename
+// would replace a device or socket with the kubeconfig.
+func writePrivateFile(path string, data []byte) (err error) {
+	switch fi, statErr := os.Lstat(path); {
+	case statErr == nil && fi.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link: not writing the session's kubeconfig through it; name the file itself with --kubeconfig-out", path)
+	case statErr == nil && !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file: not writing the session's kubeconfig there", path)
+	case statErr != nil && !errors.Is(statErr, fs.ErrNotExist):
+		return statErr
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}()
+	// CreateTemp makes it 0600 already; set before any byte goes in so that
+	// the file never holds credentials under another mode.
+	if err = f.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	// A rename replaces a symbolic link put at path since the check above
+	// instead of following it.
+	return os.Rename(f.Name(), path)
 }
 
 // ownCredentials returns the caller's user of the kubeconfig in use, with
