@@ -109,3 +109,84 @@ func expiryOf(r *Registry, uid types.UID) time.Time {
 	}
 	return time.Time{}
 }
+
+// TestExtendAfterEnd ends a session on this replica (its timer at the
+// expiry, or End), then an extension written before the expiry arrives 2s
+// late. A later expiry lifts an expiry's tombstone, so that the extended
+// session is served again until its new expiry; a stale one (the same or an
+// earlier expiry) does not, nor does any expiry lift a deletion or a
+// session that is not ready. The request after the extension read the
+// session with the new expiry, so only the tombstone can refuse it.
+func TestExtendAfterEnd(t *testing.T) {
+	expiry := start.Add(time.Minute)
+	later := expiry.Add(10 * time.Minute)
+	tests := []struct {
+		name string
+		// ended is why the session ended: ErrExpired by its timer, the
+		// others through End.
+		ended    error
+		extendTo time.Time
+		lifted   bool
+	}{
+		{name: "expired, extended later: served again", ended: ErrExpired, extendTo: later, lifted: true},
+		{name: "expired, stale extension to the same expiry", ended: ErrExpired, extendTo: expiry},
+		{name: "expired, stale extension to an earlier expiry", ended: ErrExpired, extendTo: expiry.Add(-time.Second)},
+		{name: "deleted, extended later: still deleted", ended: ErrDeleted, extendTo: later},
+		{name: "not ready, extended later: waits for Resume", ended: ErrNotReady, extendTo: later},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(start)
+			r := NewRegistry(clk, Limits{})
+			conn, release, err := r.Open(context.Background(), "s1", "alice", expiry)
+			must(t, err)
+			defer release()
+			if errors.Is(tt.ended, ErrExpired) {
+				if endsAt(t, conn, clk, expiry) != 0 {
+					t.Fatal("the timer did not end the session at its expiry")
+				}
+			} else {
+				r.End("s1", tt.ended)
+			}
+			clk.SetTime(expiry.Add(2 * time.Second))
+			if _, _, err := r.Open(context.Background(), "s1", "alice", later); !errors.Is(err, tt.ended) {
+				t.Fatalf("before the extension: %v, want %v", err, tt.ended)
+			}
+
+			r.Extend("s1", tt.extendTo)
+			served, releaseServed, err := r.Open(context.Background(), "s1", "alice", later)
+			if !tt.lifted {
+				if !errors.Is(err, tt.ended) {
+					t.Errorf("after the extension: %v, want %v", err, tt.ended)
+				}
+				return
+			}
+			must(t, err)
+			defer releaseServed()
+			if got := endsAt(t, served, clk, later.Add(-time.Second), later); got != 1 {
+				t.Errorf("the extended session's request ended after step %d, want 1 (the new expiry)", got)
+			}
+		})
+	}
+}
+
+// TestExtendAsTheTimerFires extends a session right after its timer fired,
+// before the timer's goroutine ended it: whichever of the two comes first,
+// the extended session is served until its new expiry.
+func TestExtendAsTheTimerFires(t *testing.T) {
+	expiry := start.Add(time.Minute)
+	later := expiry.Add(10 * time.Minute)
+	clk := clocktesting.NewFakeClock(start)
+	r := NewRegistry(clk, Limits{})
+	_, release, err := r.Open(context.Background(), "s1", "alice", expiry)
+	must(t, err)
+	defer release()
+	clk.SetTime(expiry)
+	r.Extend("s1", later)
+	served, releaseServed, err := r.Open(context.Background(), "s1", "alice", later)
+	must(t, err)
+	defer releaseServed()
+	if got := endsAt(t, served, clk, later.Add(-time.Second), later); got != 1 {
+		t.Errorf("the extended session's request ended after step %d, want 1 (the new expiry)", got)
+	}
+}

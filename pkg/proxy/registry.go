@@ -118,22 +118,42 @@ func (r *Registry) expireAt(uid types.UID, t *tracked, expiresAt time.Time) {
 	t.expiresAt = expiresAt
 	// The callback may run inside a fake clock's Step, which holds the
 	// clock: end the session from its own goroutine.
-	t.timer = r.clock.AfterFunc(expiresAt.Sub(r.clock.Now()), func() { go r.End(uid, ErrExpired) })
+	t.timer = r.clock.AfterFunc(expiresAt.Sub(r.clock.Now()), func() { go r.expire(uid, t, expiresAt) })
+}
+
+// expire ends the session of t when its timer at expiresAt fired, unless
+// an extension moved the expiry since: one that came between the timer and
+// this call would otherwise be lost to the tombstone.
+func (r *Registry) expire(uid types.UID, t *tracked, expiresAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sessions[uid] == t && t.expiresAt.Equal(expiresAt) {
+		r.end(uid, ErrExpired)
+	}
 }
 
 // Extend moves the end of a session's connections later, to expiresAt; an
-// earlier expiresAt changes nothing. Open connections keep running.
+// earlier expiresAt changes nothing. Open connections keep running. It
+// lifts the tombstone of an expiry, so callers pass only extensions of a
+// session that is not being deleted.
 func (r *Registry) Extend(uid types.UID, expiresAt time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.sessions[uid]
+	if t != nil && errors.Is(t.ended, ErrExpired) && expiresAt.After(t.expiresAt) {
+		// The extension was written before the session expired but reached
+		// this replica after its timer ended it: the session is valid
+		// again, and the tombstone would refuse it for tombstoneTTL.
+		r.lift(uid, t)
+		t = nil
+	}
 	switch {
 	case t == nil:
 		if later, ok := r.extended[uid]; !ok || expiresAt.After(later) {
 			r.extended[uid] = expiresAt
 		}
-	case t.ended == nil && expiresAt.After(t.expiresAt) && t.timer.Stop():
-		// A timer that already fired has ended the session, or is about to.
+	case t.ended == nil && expiresAt.After(t.expiresAt):
+		t.timer.Stop()
 		r.expireAt(uid, t, expiresAt)
 	}
 }
@@ -143,6 +163,11 @@ func (r *Registry) Extend(uid types.UID, expiresAt time.Time) {
 func (r *Registry) End(uid types.UID, reason error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.end(uid, reason)
+}
+
+// end is End with r.mu held.
+func (r *Registry) end(uid types.UID, reason error) {
 	t := r.sessions[uid]
 	if t == nil {
 		t = &tracked{conns: map[uint64]context.CancelCauseFunc{}}
@@ -170,9 +195,15 @@ func (r *Registry) Resume(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t := r.sessions[uid]; t != nil && errors.Is(t.ended, ErrNotReady) {
-		t.timer.Stop()
-		delete(r.sessions, uid)
+		r.lift(uid, t)
 	}
+}
+
+// lift drops the tombstone t of a session, so that it accepts connections
+// again. Connections it ended still hold t and let go of it alone.
+func (r *Registry) lift(uid types.UID, t *tracked) {
+	t.timer.Stop()
+	delete(r.sessions, uid)
 }
 
 // forget drops the tombstone t of a session, unless a newer entry took its

@@ -26,14 +26,18 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 			if !ok || !okOld {
 				return
 			}
+			if s.DeletionTimestamp != nil {
+				// Checked first, as an extension would lift the tombstone
+				// of an expiry.
+				r.End(s.UID, ErrDeleted)
+				return
+			}
 			wasReady := meta.IsStatusConditionTrue(old.Status.Conditions, v1alpha1.SessionConditionReady)
 			ready := meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady)
 			if s.Status.ExpiresAt != nil && (old.Status.ExpiresAt == nil || s.Status.ExpiresAt.After(old.Status.ExpiresAt.Time)) {
 				r.Extend(s.UID, s.Status.ExpiresAt.Time)
 			}
 			switch {
-			case s.DeletionTimestamp != nil:
-				r.End(s.UID, ErrDeleted)
 			case wasReady && !ready:
 				r.End(s.UID, ErrNotReady)
 			case !wasReady && ready:

@@ -36,13 +36,13 @@ func (ApprovalStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
 	return resetAllBut(fieldpath.MakePathOrDie("status", "approvals"))
 }
 
-// PrepareForUpdate keeps the old session and takes only the approvals from
-// the new one; a decision on the pending approval is stamped and applied.
+// PrepareForUpdate keeps the stored session, metadata included, and takes
+// only the approvals from the new one; a decision on the pending approval
+// is stamped and applied.
 func (st ApprovalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newSession, oldSession := obj.(*clustergate.Session), old.(*clustergate.Session)
 	approvals := newSession.Status.Approvals
-	newSession.Spec = oldSession.Spec
-	newSession.Status = *oldSession.Status.DeepCopy()
+	keepStored(newSession, oldSession)
 	newSession.Status.Approvals = approvals
 
 	n := len(approvals)
@@ -97,13 +97,12 @@ func (ExtensionStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Se
 	return resetAllBut(fieldpath.MakePathOrDie("status", "expiresAt"))
 }
 
-// PrepareForUpdate keeps the old session and applies the requested expiry,
-// or records it as an extension waiting for approval.
+// PrepareForUpdate keeps the stored session, metadata included, and applies
+// the requested expiry, or records it as an extension waiting for approval.
 func (st ExtensionStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
 	newSession, oldSession := obj.(*clustergate.Session), old.(*clustergate.Session)
 	requested := newSession.Status.ExpiresAt
-	newSession.Spec = oldSession.Spec
-	newSession.Status = *oldSession.Status.DeepCopy()
+	keepStored(newSession, oldSession)
 	current := oldSession.Status.ExpiresAt
 	if requested == nil || current == nil || !requested.After(current.Time) {
 		newSession.Status.ExpiresAt = requested // validation says what is wrong
@@ -128,10 +127,22 @@ func (st ExtensionStrategy) ValidateUpdate(_ context.Context, obj, old runtime.O
 	return validation.ValidateSessionExtensionUpdate(obj.(*clustergate.Session), old.(*clustergate.Session), st.policy, st.clock.Now())
 }
 
-// resetAllBut says that a subresource ignores the spec and every status
-// field except kept.
+// keepStored makes s the stored session old again, but for the managed
+// fields the field manager wrote for this request. The approval and
+// extension subresources take a single field from the request: anything
+// else, metadata included, would let a holder of their verb alone strip the
+// finalizer or add an owner reference, and so have the garbage collector
+// delete a session in use.
+func keepStored(s, old *clustergate.Session) {
+	managedFields := s.ManagedFields
+	*s = *old.DeepCopy()
+	s.ManagedFields = managedFields
+}
+
+// resetAllBut says that a subresource ignores the metadata, the spec and
+// every status field except kept.
 func resetAllBut(kept fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
-	reset := fieldpath.NewSet(fieldpath.MakePathOrDie("spec"))
+	reset := fieldpath.NewSet(fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("spec"))
 	for _, f := range []string{"expiresAt", "endpoint", "backendURL", "observedGeneration", "conditions", "approvals"} {
 		if p := fieldpath.MakePathOrDie("status", f); !p.Equals(kept) {
 			reset.Insert(p)

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 )
 
@@ -31,15 +32,34 @@ func as(name string) context.Context {
 	return genericapirequest.WithUser(genericapirequest.NewDefaultContext(), &user.DefaultInfo{Name: name})
 }
 
+// session is a session as stored: with the controller's finalizer and a
+// label, which its subresources must leave alone.
 func session(group string) *clustergate.Session {
 	return &clustergate.Session{
-		ObjectMeta: metav1.ObjectMeta{Name: "fix", Namespace: "sre", CreationTimestamp: metav1.NewTime(created)},
+		ObjectMeta: metav1.ObjectMeta{Name: "fix", Namespace: "sre", CreationTimestamp: metav1.NewTime(created),
+			Labels: map[string]string{"team": "sre"}, Finalizers: []string{v1alpha1.SessionFinalizer}},
 		Spec: clustergate.SessionSpec{TTL: metav1.Duration{Duration: time.Hour}, Owner: clustergate.SessionOwner{Username: "alice"},
 			AccessLevel: clustergate.AccessLevel{Group: group}},
 	}
 }
 
 func at(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
+
+// tamper makes a request to a subresource try what only the main resource
+// may: strip the finalizer, add an owner reference that the garbage
+// collector would act on, change labels and annotations. It returns the
+// metadata the strategy must leave: the stored one, but for the managed
+// fields, which the field manager wrote for this request.
+func tamper(request *clustergate.Session) metav1.ObjectMeta {
+	want := *request.ObjectMeta.DeepCopy()
+	request.Finalizers = nil
+	request.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "dangling"}}
+	request.Labels = map[string]string{"team": "mallory"}
+	request.Annotations = map[string]string{"note": "mallory was here"}
+	request.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl-session", Operation: metav1.ManagedFieldsOperationUpdate}}
+	want.ManagedFields = request.ManagedFields
+	return want
+}
 
 func TestPrepareForCreate(t *testing.T) {
 	for _, tt := range []struct {
@@ -116,10 +136,14 @@ func TestApprovalStrategy(t *testing.T) {
 			old := session("admin")
 			old.Status = tt.old
 			s := old.DeepCopy()
+			wantMeta := tamper(s)
 			s.Spec.TTL.Duration = 99 * time.Hour                 // ignored
 			s.Status.ExpiresAt = at(created.Add(time.Hour * 99)) // ignored
 			s.Status.Approvals = tt.sent
 			NewApprovalStrategy(testStrategy(now)).PrepareForUpdate(as("bob"), s, old)
+			if diff := cmp.Diff(wantMeta, s.ObjectMeta); diff != "" {
+				t.Errorf("metadata (-want +got):\n%s", diff)
+			}
 			if diff := cmp.Diff(tt.wantExpiresAt, s.Status.ExpiresAt); diff != "" {
 				t.Errorf("expiresAt (-want +got):\n%s", diff)
 			}
@@ -162,9 +186,13 @@ func TestExtensionStrategy(t *testing.T) {
 			old := session(tt.group)
 			old.Status = tt.old
 			s := old.DeepCopy()
+			wantMeta := tamper(s)
 			s.Status.ExpiresAt = tt.sent
 			s.Status.Approvals = nil // ignored
 			NewExtensionStrategy(testStrategy(now)).PrepareForUpdate(as("carol"), s, old)
+			if diff := cmp.Diff(wantMeta, s.ObjectMeta); diff != "" {
+				t.Errorf("metadata (-want +got):\n%s", diff)
+			}
 			if diff := cmp.Diff(tt.wantExpiresAt, s.Status.ExpiresAt); diff != "" {
 				t.Errorf("expiresAt (-want +got):\n%s", diff)
 			}

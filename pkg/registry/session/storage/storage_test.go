@@ -6,17 +6,22 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apiserver/pkg/authentication/user"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/registry/registrytest"
@@ -30,12 +35,14 @@ func newStorage(t *testing.T) SessionStorage {
 }
 
 // newLimitedStorage is newStorage with at most maxPerOwner live sessions
-// per owner.
+// per owner. Sessions of the access group admin need approval.
 func newLimitedStorage(t *testing.T, maxPerOwner int) SessionStorage {
 	t.Helper()
 	scheme := registrytest.Scheme()
+	policy := validation.DefaultSessionPolicy()
+	policy.ApprovalGroups = sets.New("admin")
 	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
-		Policy: validation.DefaultSessionPolicy(), MaxPerOwner: maxPerOwner,
+		Policy: policy, MaxPerOwner: maxPerOwner,
 		Proxy: ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})},
 	})
 	if err != nil {
@@ -211,6 +218,65 @@ func TestStatusUpdate(t *testing.T) {
 	moved.Status.ExpiresAt = &later
 	if _, err := update(ctx, s.Status, moved); !apierrors.IsInvalid(err) {
 		t.Fatalf("moving status.expiresAt: got %v, want Invalid", err)
+	}
+}
+
+// TestSubresourcesKeepMetadata sends a decision and an extension that also
+// strip the finalizer, add a dangling owner reference and change labels and
+// annotations: the holder of "approve" or "extend" may not have the garbage
+// collector delete the session, so only the decision or the expiry is taken.
+func TestSubresourcesKeepMetadata(t *testing.T) {
+	s := newStorage(t)
+	tests := []struct {
+		name        string
+		group       string
+		subresource rest.Updater
+		// ask writes the decision or the expiry into the request.
+		ask func(*clustergate.Session)
+		// applied says whether the stored session took it.
+		applied func(*clustergate.Session) bool
+	}{
+		{name: "approval", group: "admin", subresource: s.Approval,
+			ask: func(obj *clustergate.Session) {
+				obj.Status.Approvals[0].Decision, obj.Status.Approvals[0].Reason = clustergate.ApprovalApproved, "INC-1"
+			},
+			applied: func(got *clustergate.Session) bool {
+				return got.Status.Approvals[0].Decision == clustergate.ApprovalApproved && got.Status.Approvals[0].DecidedBy == "bob" &&
+					got.Status.ExpiresAt != nil
+			}},
+		{name: "extension", group: "viewer", subresource: s.Extension,
+			ask: func(obj *clustergate.Session) {
+				obj.Status.ExpiresAt = &metav1.Time{Time: obj.CreationTimestamp.Add(2 * time.Hour)}
+			},
+			applied: func(got *clustergate.Session) bool {
+				return got.Status.ExpiresAt.Equal(&metav1.Time{Time: got.CreationTimestamp.Add(2 * time.Hour)})
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := newSession(tt.name, "alice", "local", map[string]string{"team": "sre"})
+			in.Spec.AccessLevel.Group = tt.group
+			in.Annotations = map[string]string{"ticket": "INC-1"}
+			in.Finalizers = []string{v1alpha1.SessionFinalizer}
+			stored := create(t, s, in)
+
+			obj := stored.DeepCopy()
+			obj.Finalizers = nil
+			obj.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "dangling"}}
+			obj.Labels = map[string]string{"team": "mallory"}
+			obj.Annotations = nil
+			tt.ask(obj)
+			if _, err := update(genericapirequest.WithUser(registrytest.Context(ns), &user.DefaultInfo{Name: "bob"}), tt.subresource, obj); err != nil {
+				t.Fatal(err)
+			}
+			got := get(t, s, tt.name)
+			if !tt.applied(got) {
+				t.Errorf("not applied: %+v", got.Status)
+			}
+			if diff := cmp.Diff(stored.ObjectMeta, got.ObjectMeta, cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ResourceVersion")); diff != "" {
+				t.Errorf("metadata (-stored +got):\n%s", diff)
+			}
+		})
 	}
 }
 
