@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -91,12 +92,15 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 		logf("no kubeconfig for the example session: %v", err)
 	}
 
-	// The data plane: a service account with no RBAC on the garden but
-	// viewer on its targets, and a session the admin assigned to it.
-	sre := "system:serviceaccount:demo:sre"
+	// The data plane: a service account with no RBAC on the garden, whose
+	// tokens the data plane maps to a name of its own, with viewer on the
+	// targets, and a session the admin assigned to that name. Its
+	// kubeconfig, from sessions/kubeconfig, points at the data plane and
+	// fetches the token with the exec plugin: no credential in the file.
+	sre := localcluster.DataPlaneUserPrefix + "system:serviceaccount:demo:" + localcluster.DemoSRE
 	for _, args := range [][]string{
-		{"create", "serviceaccount", "sre"},
-		{"create", "rolebinding", "sre-targets", "--clusterrole=clustergate:target-viewer", "--serviceaccount=demo:sre"},
+		{"create", "serviceaccount", localcluster.DemoSRE},
+		{"create", "rolebinding", "sre-targets", "--clusterrole=clustergate:target-viewer", "--user=" + sre},
 	} {
 		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, append([]string{"-n", "demo"}, args...)...); err != nil {
 			return err
@@ -104,8 +108,22 @@ func run(ctx context.Context, root, dir, bin string, withPrometheus bool) error 
 	}
 	forSRE := fmt.Sprintf(`{"apiVersion":"clustergate.dev/v1alpha1","kind":"Session","metadata":{"name":"for-sre","namespace":"demo"},
 "spec":{"ttl":"1h","owner":{"username":%q},"accessLevel":{"group":"viewer"},"target":{"shoot":{"name":"local"}}}}`, sre)
+	forSREKubeconfig := filepath.Join(dir, "for-sre.kubeconfig")
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, []byte(forSRE), "apply", "-f", "-"); err != nil {
 		logf("the data-plane example session is not created: %v", err)
+	} else if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "wait", "--for=condition=Ready", "--timeout=60s", "session/for-sre"); err != nil {
+		logf("the data-plane example session is not Ready: %v", err)
+	} else if out, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "demo", "get", "--raw",
+		"/apis/clustergate.dev/v1alpha1/namespaces/demo/sessions/for-sre/kubeconfig"); err != nil {
+		logf("no kubeconfig for the data-plane example session: %v", err)
+	} else {
+		var answer struct{ Kubeconfig []byte }
+		if err := json.Unmarshal(out, &answer); err != nil {
+			return err
+		}
+		if err := os.WriteFile(forSREKubeconfig, answer.Kubeconfig, 0o600); err != nil {
+			return err
+		}
 	}
 
 	rel := func(p string) string {
@@ -128,7 +146,11 @@ Through alice's session demo/look-around: kubectl --kubeconfig=%s get ns
 A kubeconfig for another user:           hack/local-user.sh alice [GROUP...]
 
 The data plane at %s, whose JWTs the garden's service-account issuer signs; the
-session demo/for-sre belongs to the service account demo/sre, which has no RBAC on the garden:
+session demo/for-sre belongs to %s, the data plane's name of the
+service account demo/sre, which has no RBAC on the garden. Its kubeconfig carries no
+credential, only an exec plugin that fetches the service account's token:
+  kubectl --kubeconfig %s get ns
+or by hand:
   TOKEN=$(kubectl -n demo create token sre --audience %s)
   curl --cacert %s -H "Authorization: Bearer $TOKEN" %s/sessions/demo/for-sre/api/v1/namespaces
 
@@ -142,7 +164,7 @@ Admin sessions wait for approval (--session-approval-groups=admin); with the plu
 
 Press Ctrl-C to stop.
 `, cp.GardenURL, rel(cp.AdminKubeconfig), rel(cp.ShootKubeconfig), rel(sessionKubeconfig),
-		cp.DataPlaneURL, localcluster.DataPlaneAudience, rel(cp.DataPlaneCAFile), cp.DataPlaneURL,
+		cp.DataPlaneURL, sre, rel(forSREKubeconfig), localcluster.DataPlaneAudience, rel(cp.DataPlaneCAFile), cp.DataPlaneURL,
 		prometheus, rel(filepath.Join(dir, "logs")))
 
 	<-ctx.Done()

@@ -13,6 +13,21 @@ import (
 // garden mints one.
 const DataPlaneAudience = "clustergate-data-plane"
 
+// DataPlaneUserPrefix starts the user names the data plane maps from the
+// garden issuer's tokens: a service account's token names
+// dataplane:system:serviceaccount:<namespace>:<name> there, never a garden
+// user, as with any issuer apart from the garden's.
+const DataPlaneUserPrefix = "dataplane:"
+
+// PolicyNamespace holds the sessions' Istio AuthorizationPolicies, as the
+// data-plane component's gateway namespace does.
+const PolicyNamespace = "clustergate-data-plane"
+
+// DemoSRE is the service account, in the namespace demo, whose token the
+// main clustergate's exec plugin fetches: the data-plane user of make run
+// (a stand-in for a person logging in with kubelogin).
+const DemoSRE = "sre"
+
 // tokenExecPlugin is a kubectl exec credential plugin that stands in for
 // kubelogin: it asks the garden for a token of a service account, as an
 // OIDC provider would hand one to its user, and prints it as an
@@ -27,10 +42,20 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 // setUpDataPlane makes the garden kube-apiserver's service-account issuer
 // the data plane's: it lets anyone read the issuer's discovery document and
 // keys, and writes the AuthenticationConfiguration that accepts its tokens
-// for DataPlaneAudience, with the service account's full name as user name.
-// It returns the clustergate flags of the data plane.
+// for DataPlaneAudience, with the service account's full name after
+// DataPlaneUserPrefix as user name. The sessions' policies go to
+// PolicyNamespace, with the component's grant there. Session kubeconfigs of
+// data-plane owners point at the data plane, with the exec plugin that
+// fetches DemoSRE's token. It returns the clustergate flags of the data plane.
 func (cp *ControlPlane) setUpDataPlane(ctx context.Context) ([]string, error) {
 	if err := cp.applyFixture(ctx, cp.AdminKubeconfig, "issuer-discovery.yaml"); err != nil {
+		return nil, err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "create", "namespace", PolicyNamespace); err != nil {
+		return nil, err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "-f",
+		filepath.Join(cp.opts.RepoRoot, "artifacts", "components", "data-plane", "rbac.yaml")); err != nil {
 		return nil, err
 	}
 	ca := strings.ReplaceAll(strings.TrimSpace(string(cp.certs.gardenCA.CertPEM())), "\n", "\n      ")
@@ -43,8 +68,8 @@ jwt:
     certificateAuthority: |
       %s
   claimMappings:
-    username: {claim: sub, prefix: ""}
-`, issuerURL(cp.ports.garden), DataPlaneAudience, ca)
+    username: {claim: sub, prefix: %q}
+`, issuerURL(cp.ports.garden), DataPlaneAudience, ca, DataPlaneUserPrefix)
 	file := filepath.Join(cp.opts.Dir, "data-plane-authentication.yaml")
 	if err := os.WriteFile(file, []byte(config), 0o600); err != nil {
 		return nil, err
@@ -54,9 +79,14 @@ jwt:
 		return nil, err
 	}
 	cp.DataPlaneURL = fmt.Sprintf("https://127.0.0.1:%d", cp.ports.dataPlane)
+	cp.DataPlaneIssuer = issuerURL(cp.ports.garden)
 	cp.DataPlaneCAFile = cp.certs.aggregatedCA.CertFile
 	return []string{
 		fmt.Sprintf("--data-plane-address=127.0.0.1:%d", cp.ports.dataPlane),
 		"--data-plane-authentication-config=" + file,
+		"--data-plane-external-url=" + cp.DataPlaneURL, "--data-plane-ca-file=" + cp.DataPlaneCAFile,
+		"--kubeconfig-exec-command=" + cp.TokenExecPlugin, "--kubeconfig-exec-arg=" + cp.AdminKubeconfig,
+		"--kubeconfig-exec-arg=demo", "--kubeconfig-exec-arg=" + DemoSRE, "--kubeconfig-exec-arg=" + DataPlaneAudience,
+		"--istio-namespace=" + PolicyNamespace,
 	}, nil
 }

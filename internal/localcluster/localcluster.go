@@ -83,6 +83,9 @@ type ControlPlane struct {
 	// kube-apiserver issues (see DataPlaneAudience); DataPlaneCAFile
 	// verifies it.
 	DataPlaneURL, DataPlaneCAFile string
+	// DataPlaneIssuer is the URL of the data plane's one JWT issuer, the
+	// garden's service-account issuer.
+	DataPlaneIssuer string
 	// TokenExecPlugin is an exec credential plugin that prints a data-plane
 	// token of a garden service account: arguments kubeconfig, namespace,
 	// service account, audience.

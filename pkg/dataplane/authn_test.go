@@ -16,8 +16,8 @@ import (
 	"time"
 
 	jose "gopkg.in/go-jose/go-jose.v2"
-	certutil "k8s.io/client-go/util/cert"
 	"gopkg.in/go-jose/go-jose.v2/jwt"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // issuer is an OIDC issuer on a local TLS server: a discovery document and

@@ -63,12 +63,20 @@ func TestDataPlane(t *testing.T) {
 	ns := namespace(t, "data-plane")
 	kubectl(t, "-n", ns, "create", "serviceaccount", "sre")
 	kubectl(t, "-n", ns, "create", "serviceaccount", "intruder")
-	owner := "system:serviceaccount:" + ns + ":sre"
+	// The data plane's name of the service account: its tokens never name
+	// a garden user.
+	garden := "system:serviceaccount:" + ns + ":sre"
+	owner := localcluster.DataPlaneUserPrefix + garden
 	// TargetAccess asks whether the owner holds the access level.
-	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--serviceaccount="+ns+":sre")
+	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--user="+owner)
 	manifest := strings.Replace(sessionManifest("sre-work", owner), "group: viewer", "group: admin", 1)
 	apply(t, cp.AdminKubeconfig, manifest, "-n", ns)
 	s := waitSessionReady(t, client, ns, "sre-work")
+	// A session of the garden's service account, whose name a data-plane
+	// token with the same subject does not carry.
+	kubectl(t, "-n", ns, "create", "rolebinding", "sre-garden-target-viewer", "--clusterrole=clustergate:target-viewer", "--serviceaccount="+ns+":sre")
+	apply(t, cp.AdminKubeconfig, sessionManifest("garden-work", garden), "-n", ns)
+	waitSessionReady(t, client, ns, "garden-work")
 
 	// A replica that points session kubeconfigs at the data plane, with the
 	// exec plugin users run (kubelogin's stand-in).
@@ -130,8 +138,8 @@ func TestDataPlane(t *testing.T) {
 		good := token(t, ns, "sre", localcluster.DataPlaneAudience)
 		tampered := good[:len(good)-4] + "AAAA"
 		for _, tt := range []struct {
-			name, token, want string
-			code              int
+			name, path, token, want string
+			code                    int
 		}{
 			{name: "no token", code: http.StatusUnauthorized, want: `"reason":"Unauthorized"`},
 			{name: "bad signature", token: tampered, code: http.StatusUnauthorized, want: `"reason":"Unauthorized"`},
@@ -139,27 +147,47 @@ func TestDataPlane(t *testing.T) {
 			{name: "someone else's valid token", token: token(t, ns, "intruder", localcluster.DataPlaneAudience), code: http.StatusForbidden,
 				want: "only the session's owner may use its proxy"},
 			{name: "the owner", token: good, code: http.StatusOK, want: `"kind":"APIVersions"`},
+			{name: "the owner, the session's path without a slash", path: "/sessions/" + ns + "/sre-work", token: good, code: http.StatusOK, want: `"kind":"APIVersions"`},
+			{name: "an escaped slash in the session's name", path: "/sessions/" + ns + "/sre-work%2Fapi", token: good, code: http.StatusBadRequest,
+				want: `"reason":"BadRequest"`},
+			// Before data-plane names had a prefix of their own, this token
+			// owned the garden service account's session.
+			{name: "the garden identity's session, with a data-plane token of the same subject", path: "/sessions/" + ns + "/garden-work/api",
+				token: good, code: http.StatusForbidden, want: "only the session's owner may use its proxy"},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
-				if code, body := dataPlaneGet(t, path, tt.token); code != tt.code || !strings.Contains(body, tt.want) {
+				p := path
+				if tt.path != "" {
+					p = tt.path
+				}
+				if code, body := dataPlaneGet(t, p, tt.token); code != tt.code || !strings.Contains(body, tt.want) {
 					t.Errorf("%d %s, want %d with %s", code, body, tt.code, tt.want)
 				}
 			})
 		}
 	})
-	t.Run("the Istio policy guards the path the data plane serves", func(t *testing.T) {
-		paths := kubectl(t, "-n", "clustergate-system", "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
-			"-o", "jsonpath={.spec.rules[0].to[0].operation.paths[0]}")
-		prefix, ok := strings.CutSuffix(paths, "*")
-		if !ok {
-			t.Fatalf("policy path %q is not a prefix match", paths)
+	t.Run("the Istio policy guards the paths the data plane serves", func(t *testing.T) {
+		paths := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
+			"-o", "jsonpath={.spec.rules[0].to[0].operation.paths}")
+		var policyPaths []string
+		if err := json.Unmarshal([]byte(paths), &policyPaths); err != nil || len(policyPaths) != 2 {
+			t.Fatalf("policy paths %s: %v", paths, err)
 		}
-		if code, body := dataPlaneGet(t, prefix+"api", token(t, ns, "sre", localcluster.DataPlaneAudience)); code != http.StatusOK {
-			t.Errorf("the policy's path %q is not one the data plane serves: %d %s", prefix, code, body)
+		exact, prefix := policyPaths[0], strings.TrimSuffix(policyPaths[1], "*")
+		good := token(t, ns, "sre", localcluster.DataPlaneAudience)
+		for _, p := range []string{exact, prefix + "api"} {
+			if code, body := dataPlaneGet(t, p, good); code != http.StatusOK {
+				t.Errorf("the policy's path %q is not one the data plane serves: %d %s", p, code, body)
+			}
 		}
 		aggregated := "/apis/clustergate.dev/v1alpha1/namespaces/" + ns + "/sessions/sre-work/proxy/api"
-		if strings.HasPrefix(aggregated, prefix) {
+		if strings.HasPrefix(aggregated, prefix) || aggregated == exact {
 			t.Errorf("the policy claims the aggregated path %s", aggregated)
+		}
+		claims := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
+			"-o", "jsonpath={.spec.rules[*].when[0].key}={.spec.rules[*].when[0].notValues[0]}")
+		if want := "request.auth.claims[iss] request.auth.claims[sub]=" + cp.DataPlaneIssuer + " " + garden; claims != want {
+			t.Errorf("the policy matches %s, want %s: the issuer and the claim the data plane maps the owner from", claims, want)
 		}
 	})
 	t.Run("a watch on the data plane ends when the session is deleted", func(t *testing.T) {

@@ -94,7 +94,7 @@ func TestNamespaceDeletion(t *testing.T) {
 	for _, s := range sessions {
 		everything = append(everything,
 			made{cp.AdminKubeconfig, "secret", "clustergate-system", credentials.SecretName(s.UID)},
-			made{cp.AdminKubeconfig, "authorizationpolicies.security.istio.io", "clustergate-system", session.PolicyName(&s)})
+			made{cp.AdminKubeconfig, "authorizationpolicies.security.istio.io", localcluster.PolicyNamespace, session.PolicyName(&s)})
 		if s.Spec.Target.Cluster != nil {
 			everything = append(everything, made{cp.ShootKubeconfig, "certificatesigningrequest", "", credentials.CSRName(s.UID)})
 		}

@@ -114,9 +114,11 @@ func TestShootSession(t *testing.T) {
 	}
 
 	t.Run("AuthorizationPolicy denies all but the owner", func(t *testing.T) {
-		out := kubectl(t, "-n", "clustergate-system", "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
-			"-o", `jsonpath={.spec.action} {.spec.selector.matchLabels} {.spec.rules[0].from[0].source.notRequestPrincipals} {.spec.rules[0].to[0].operation.paths} {.metadata.labels.clustergate\.dev/session-name}`)
-		want := `DENY {"app.kubernetes.io/name":"clustergate"} ["*/admin"] ["/sessions/shoot-sessions/look/*"] look`
+		// The owner is a garden user, whom no data-plane issuer names: the
+		// gateway lets nobody through to the session.
+		out := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
+			"-o", `jsonpath={.spec.action} {.spec.selector.matchLabels} {.spec.rules[*].to[0].operation.ports} {.spec.rules[*].to[0].operation.paths} {.spec.rules[*].when} {.metadata.labels.clustergate\.dev/session-name}`)
+		want := `DENY {"istio":"clustergate-data-plane"} ["8443"] ["/sessions/shoot-sessions/look","/sessions/shoot-sessions/look/*"]  look`
 		if out != want {
 			t.Errorf("policy = %s\nwant     %s", out, want)
 		}
@@ -168,7 +170,7 @@ func TestSessionEndsAtExpiry(t *testing.T) {
 		t.Fatalf("expiresAt - creationTimestamp = %s, want 20s", got)
 	}
 	policy := session.PolicyName(s)
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "get", "authorizationpolicies.security.istio.io", policy); err != nil {
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", policy); err != nil {
 		t.Fatalf("no policy while the session lives: %v", err)
 	}
 
@@ -191,7 +193,7 @@ func TestSessionEndsAtExpiry(t *testing.T) {
 	if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", credentials.CSRName(s.UID)); err == nil || !strings.Contains(err.Error(), "NotFound") {
 		t.Errorf("CSR left on the target: %v", err)
 	}
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "get", "authorizationpolicies.security.istio.io", policy); err == nil || !strings.Contains(err.Error(), "NotFound") {
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", policy); err == nil || !strings.Contains(err.Error(), "NotFound") {
 		t.Errorf("policy left behind: %v", err)
 	}
 }

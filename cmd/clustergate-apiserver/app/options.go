@@ -348,6 +348,9 @@ func (o *Options) Validate() error {
 		if o.ExecCommand == "" {
 			errs = append(errs, fmt.Errorf("--data-plane-external-url needs --kubeconfig-exec-command: data-plane kubeconfigs get their JWT from it"))
 		}
+		if o.DataPlane.AuthenticationConfigFile == "" {
+			errs = append(errs, fmt.Errorf("--data-plane-external-url needs --data-plane-authentication-config: whose issuers name an owner decides whether its kubeconfig points at the data plane"))
+		}
 	}
 	if o.ClientQPS <= 0 || o.ClientBurst < 1 {
 		errs = append(errs, fmt.Errorf("--controller-qps and --controller-burst must be positive"))
@@ -431,17 +434,20 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		}))
 	}
 	serverConfig.LongRunningFunc = apiserver.LongRunning
-	if o.Session.Policy.Namespace != "" {
+	kubeconfig := sessionstorage.KubeconfigConfig{ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs, DataPlaneURL: o.DataPlaneURL}
+	// The Istio policies and the kind of a session's kubeconfig follow how
+	// the data plane's issuers name users.
+	o.Session.Policy.Issuers = nil
+	if o.DataPlane.AuthenticationConfigFile != "" {
 		cfg, _, err := dataplane.ReadAuthenticationConfig(o.DataPlane.AuthenticationConfigFile, o.DataPlane.SharedGardenIdentities)
 		if err != nil {
 			return nil, fmt.Errorf("--data-plane-authentication-config: %w", err)
 		}
-		o.Session.Policy.Issuers = nil
 		for _, issuer := range dataplane.Issuers(cfg) {
 			o.Session.Policy.Issuers = append(o.Session.Policy.Issuers, session.PolicyIssuer(issuer))
+			kubeconfig.DataPlaneUserPrefixes = append(kubeconfig.DataPlaneUserPrefixes, issuer.UsernamePrefix)
 		}
 	}
-	kubeconfig := sessionstorage.KubeconfigConfig{ExternalURL: o.ExternalURL, ExecCommand: o.ExecCommand, ExecArgs: o.ExecArgs, DataPlaneURL: o.DataPlaneURL}
 	for _, ca := range []struct {
 		flag, file string
 		data       *[]byte

@@ -121,7 +121,10 @@ jwt:
 			"--data-plane-shared-garden-identities"}},
 		{name: "a data-plane URL without an exec plugin", flags: []string{"--data-plane-external-url=https://sessions.example.com"},
 			want: "--data-plane-external-url needs --kubeconfig-exec-command"},
-		{name: "a data-plane URL with an exec plugin", flags: []string{"--data-plane-external-url=https://sessions.example.com", "--kubeconfig-exec-command=kubelogin"}},
+		{name: "a data-plane URL without the issuers", flags: []string{"--data-plane-external-url=https://sessions.example.com", "--kubeconfig-exec-command=kubelogin"},
+			want: "--data-plane-external-url needs --data-plane-authentication-config"},
+		{name: "a data-plane URL with an exec plugin", flags: []string{"--data-plane-external-url=https://sessions.example.com", "--kubeconfig-exec-command=kubelogin",
+			"--data-plane-authentication-config=" + config("dataplane:")}},
 		{name: "Istio policies for the shipped layout", flags: []string{"--istio-namespace=clustergate-data-plane",
 			"--data-plane-authentication-config=" + config("dataplane:")}},
 	}

@@ -85,6 +85,7 @@ func run(root string, n, configMaps, streams int) error {
 		{"-n", namespace, "create", "serviceaccount", "bench"},
 		{"-n", namespace, "create", "rolebinding", "bench-sessions", "--clusterrole=clustergate:session-user", "--serviceaccount=" + namespace + ":bench"},
 		{"-n", namespace, "create", "rolebinding", "bench-targets", "--clusterrole=clustergate:target-admin", "--serviceaccount=" + namespace + ":bench"},
+		{"-n", namespace, "create", "rolebinding", "bench-data-plane-targets", "--clusterrole=clustergate:target-admin", "--user=" + dataPlaneOwner},
 	} {
 		if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, args...); err != nil {
 			return err
@@ -97,11 +98,15 @@ func run(root string, n, configMaps, streams int) error {
 	// No client-side throttling: latencies are the servers'.
 	gardenCfg.QPS, gardenCfg.Burst = 5000, 5000
 	client := versioned.NewForConfigOrDie(gardenCfg)
-	s, err := openSession(ctx, client, "bench", 10*time.Minute)
+	s, err := openSession(ctx, client, "bench", 10*time.Minute, owner)
 	if err != nil {
 		return err
 	}
-	paths, err := clients(ctx, cp, gardenCfg, s)
+	dp, err := openSession(ctx, client, "bench-data-plane", 10*time.Minute, dataPlaneOwner)
+	if err != nil {
+		return err
+	}
+	paths, err := clients(ctx, cp, gardenCfg, s, dp)
 	if err != nil {
 		return err
 	}

@@ -21,13 +21,16 @@ import (
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
 
-// owner is the sessions' owner: a service account of the garden, whose
-// tokens the data plane accepts too.
+// owner is the sessions' owner: a service account of the garden.
 const owner = "system:serviceaccount:" + namespace + ":bench"
+
+// dataPlaneOwner is the data plane's name of the same service account: its
+// tokens for the data plane's audience are mapped into a space of their own.
+const dataPlaneOwner = localcluster.DataPlaneUserPrefix + owner
 
 // openSession opens an admin session of owner to the shoot as a cluster
 // target, assigned by the garden admin, and waits until it is Ready.
-func openSession(ctx context.Context, client versioned.Interface, name string, ttl time.Duration) (*v1alpha1.Session, error) {
+func openSession(ctx context.Context, client versioned.Interface, name string, ttl time.Duration, owner string) (*v1alpha1.Session, error) {
 	_, err := client.ClustergateV1alpha1().Sessions(namespace).Create(ctx, &v1alpha1.Session{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1alpha1.SessionSpec{
@@ -49,10 +52,11 @@ func openSession(ctx context.Context, client versioned.Interface, name string, t
 	return nil, fmt.Errorf("session %s not Ready", name)
 }
 
-// clients returns clients of the session's target through the whole path,
-// through clustergate alone and through the data plane, as its owner, and
-// directly with the session's own minted credentials.
-func clients(ctx context.Context, cp *localcluster.ControlPlane, garden *rest.Config, s *v1alpha1.Session) ([]path, error) {
+// clients returns clients of the session's target through the whole path
+// and through clustergate alone as its owner, through the data plane as the
+// owner of dp, a session of dataPlaneOwner to the same target, and directly
+// with s's own minted credentials.
+func clients(ctx context.Context, cp *localcluster.ControlPlane, garden *rest.Config, s, dp *v1alpha1.Session) ([]path, error) {
 	kube := kubernetes.NewForConfigOrDie(garden)
 	secret, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, credentials.SecretName(s.UID), metav1.GetOptions{})
 	if err != nil {
@@ -68,7 +72,7 @@ func clients(ctx context.Context, cp *localcluster.ControlPlane, garden *rest.Co
 		return nil, err
 	}
 	aloneCfg := cp.FrontProxyConfig(cp.ClustergateURL+s.Status.Endpoint, owner, "system:serviceaccounts", "system:authenticated")
-	dataPlaneCfg := &rest.Config{Host: cp.DataPlaneURL + v1alpha1.DataPlaneSessionPath(namespace, s.Name) + "/", TLSClientConfig: rest.TLSClientConfig{CAFile: cp.DataPlaneCAFile}}
+	dataPlaneCfg := &rest.Config{Host: cp.DataPlaneURL + v1alpha1.DataPlaneSessionPath(namespace, dp.Name) + "/", TLSClientConfig: rest.TLSClientConfig{CAFile: cp.DataPlaneCAFile}}
 	if dataPlaneCfg.BearerToken, err = ownerToken(ctx, kube, localcluster.DataPlaneAudience); err != nil {
 		return nil, err
 	}
@@ -101,11 +105,12 @@ func ownerToken(ctx context.Context, kube kubernetes.Interface, audience string)
 // short session, measures clustergate's memory for them, and waits for the
 // session's expiry to end them all.
 func idleStreams(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, streams int) ([]row, error) {
-	short, err := openSession(ctx, client, "expiring", 3*time.Minute)
+	short, err := openSession(ctx, client, "expiring", 3*time.Minute, owner)
 	if err != nil {
 		return nil, err
 	}
-	paths, err := clients(ctx, cp, gardenCfg, short)
+	// Only the whole path is used here.
+	paths, err := clients(ctx, cp, gardenCfg, short, short)
 	if err != nil {
 		return nil, err
 	}

@@ -25,14 +25,20 @@ type KubeconfigConfig struct {
 	// CAData verifies ExternalURL; empty trusts the system roots.
 	CAData []byte
 	// DataPlaneURL, when set, is where users reach the data plane; the
-	// kubeconfigs then point at the session's path there instead of the
-	// aggregated proxy.
+	// kubeconfigs of sessions whose owners are data-plane identities then
+	// point at the session's path there instead of the aggregated proxy.
 	DataPlaneURL string
+	// DataPlaneUserPrefixes are the user name prefixes of the data plane's
+	// issuers: an owner whose name starts with one is a data-plane identity
+	// ("" makes every owner one, for issuers that share the garden's names).
+	DataPlaneUserPrefixes []string
 	// DataPlaneCAData verifies DataPlaneURL; empty trusts the system roots.
 	DataPlaneCAData []byte
 	// ExecCommand and ExecArgs are the exec credential plugin (for example
-	// kubelogin) that the kubeconfig's user runs; empty leaves the user for
-	// the caller to fill in.
+	// kubelogin) that the kubeconfig's user runs: in data-plane kubeconfigs,
+	// and in aggregated ones when the server has no data plane; empty, or
+	// an aggregated kubeconfig beside a data plane, leaves the user for the
+	// caller to fill in with their own credentials.
 	ExecCommand string
 	ExecArgs    []string
 }
@@ -62,8 +68,8 @@ func (r *KubeconfigREST) Get(ctx context.Context, name string, options *metav1.G
 		return nil, err
 	}
 	s := obj.(*clustergate.Session)
-	if r.config.ExternalURL == "" && r.config.DataPlaneURL == "" {
-		return nil, notReady(s, "the server was started without --external-url or --data-plane-external-url, so it cannot say where the session is served")
+	if r.config.ExternalURL == "" && !r.config.dataPlane(s) {
+		return nil, notReady(s, "the server was started without --external-url, and without --data-plane-external-url for an owner its data plane names, so it cannot say where the session is served")
 	}
 	if !apimeta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady) {
 		return nil, notReady(s, "its credentials are being minted")
@@ -78,8 +84,24 @@ func (r *KubeconfigREST) Get(ctx context.Context, name string, options *metav1.G
 	}, nil
 }
 
+// dataPlane tells whether the session's kubeconfig points at the data
+// plane: the owner can reach it only there when the data plane's issuers
+// name it, and a garden user only through the aggregated proxy.
+func (cfg KubeconfigConfig) dataPlane(s *clustergate.Session) bool {
+	if cfg.DataPlaneURL == "" {
+		return false
+	}
+	for _, prefix := range cfg.DataPlaneUserPrefixes {
+		if strings.HasPrefix(s.Spec.Owner.Username, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // Kubeconfig builds the kubeconfig of a session: the data plane's path of
-// the session when the server has one, the aggregated proxy otherwise.
+// the session for an owner the data plane names, the aggregated proxy
+// otherwise.
 func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
 	name := fmt.Sprintf("session-%s-%s", s.Namespace, s.Name)
 	kc := clientcmdapi.NewConfig()
@@ -87,7 +109,8 @@ func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
 		Server:                   strings.TrimSuffix(cfg.ExternalURL, "/") + session.ProxyEndpoint(s.Namespace, s.Name),
 		CertificateAuthorityData: cfg.CAData,
 	}
-	if cfg.DataPlaneURL != "" {
+	dataPlane := cfg.dataPlane(s)
+	if dataPlane {
 		cluster = &clientcmdapi.Cluster{
 			Server:                   strings.TrimSuffix(cfg.DataPlaneURL, "/") + v1alpha1.DataPlaneSessionPath(s.Namespace, s.Name),
 			CertificateAuthorityData: cfg.DataPlaneCAData,
@@ -95,7 +118,7 @@ func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
 	}
 	kc.Clusters[name] = cluster
 	user := &clientcmdapi.AuthInfo{}
-	if cfg.ExecCommand != "" {
+	if cfg.ExecCommand != "" && (dataPlane || cfg.DataPlaneURL == "") {
 		user.Exec = &clientcmdapi.ExecConfig{
 			APIVersion: "client.authentication.k8s.io/v1", Command: cfg.ExecCommand, Args: cfg.ExecArgs,
 			InteractiveMode: clientcmdapi.IfAvailableExecInteractiveMode,

@@ -10,24 +10,43 @@ import (
 )
 
 // TestKubeconfig: a session's kubeconfig points at the data plane when the
-// server has one, at the aggregated proxy otherwise, with the CA of the one
-// it points at and never a credential.
+// server has one and its issuers name the owner, at the aggregated proxy
+// otherwise, with the CA of the one it points at and never a credential;
+// the exec plugin goes where it fetches the right credential.
 func TestKubeconfig(t *testing.T) {
-	s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "sre", Name: "fix-etcd"}}
+	withDataPlane := KubeconfigConfig{ExternalURL: "https://cp.example", CAData: []byte("cp-ca"),
+		DataPlaneURL: "https://sessions.example:8443", DataPlaneCAData: []byte("dp-ca"), DataPlaneUserPrefixes: []string{"dataplane:"},
+		ExecCommand: "kubelogin", ExecArgs: []string{"get-token"}}
+	const (
+		aggregated = "https://cp.example/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix-etcd/proxy"
+		dataPlane  = "https://sessions.example:8443/sessions/sre/fix-etcd"
+	)
 	tests := []struct {
 		name       string
+		owner      string
 		cfg        KubeconfigConfig
 		wantServer string
 		wantCA     string
+		wantExec   bool
 	}{
-		{name: "aggregated", cfg: KubeconfigConfig{ExternalURL: "https://cp.example/", CAData: []byte("cp-ca")},
-			wantServer: "https://cp.example/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix-etcd/proxy", wantCA: "cp-ca"},
-		{name: "data plane", cfg: KubeconfigConfig{ExternalURL: "https://cp.example", CAData: []byte("cp-ca"),
-			DataPlaneURL: "https://sessions.example:8443", DataPlaneCAData: []byte("dp-ca"), ExecCommand: "kubelogin", ExecArgs: []string{"get-token"}},
-			wantServer: "https://sessions.example:8443/sessions/sre/fix-etcd", wantCA: "dp-ca"},
+		{name: "aggregated", owner: "alice", cfg: KubeconfigConfig{ExternalURL: "https://cp.example/", CAData: []byte("cp-ca")},
+			wantServer: aggregated, wantCA: "cp-ca"},
+		{name: "aggregated with an exec plugin", owner: "alice", cfg: KubeconfigConfig{ExternalURL: "https://cp.example/", CAData: []byte("cp-ca"), ExecCommand: "kubelogin"},
+			wantServer: aggregated, wantCA: "cp-ca", wantExec: true},
+		{name: "a data-plane owner", owner: "dataplane:alice@example.com", cfg: withDataPlane, wantServer: dataPlane, wantCA: "dp-ca", wantExec: true},
+		// The data plane's plugin fetches a data-plane token: no use to a
+		// garden user, who completes the kubeconfig with their own.
+		{name: "a garden owner beside a data plane", owner: "alice", cfg: withDataPlane, wantServer: aggregated, wantCA: "cp-ca"},
+		{name: "issuers that share the garden's names", owner: "alice", cfg: func() KubeconfigConfig {
+			c := withDataPlane
+			c.DataPlaneUserPrefixes = []string{""}
+			return c
+		}(), wantServer: dataPlane, wantCA: "dp-ca", wantExec: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "sre", Name: "fix-etcd"}}
+			s.Spec.Owner.Username = tt.owner
 			data, err := Kubeconfig(s, tt.cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -44,8 +63,8 @@ func TestKubeconfig(t *testing.T) {
 			if user.Token != "" || len(user.ClientKeyData) > 0 || user.Password != "" {
 				t.Errorf("the kubeconfig carries a credential: %+v", user)
 			}
-			if (tt.cfg.ExecCommand != "") != (user.Exec != nil && user.Exec.Command == tt.cfg.ExecCommand) {
-				t.Errorf("exec plugin = %+v, want %q", user.Exec, tt.cfg.ExecCommand)
+			if tt.wantExec != (user.Exec != nil && user.Exec.Command == tt.cfg.ExecCommand) {
+				t.Errorf("exec plugin = %+v, want one: %v", user.Exec, tt.wantExec)
 			}
 		})
 	}
