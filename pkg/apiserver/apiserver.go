@@ -123,6 +123,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := c.ExtraConfig.SessionPolicy.Validate(); err != nil {
 		return nil, err
 	}
+	reportBuild()
 	genericServer, err := c.GenericConfig.New("clustergate-apiserver", genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, err
