@@ -156,9 +156,9 @@ or by hand:
 
 Admin sessions wait for approval (--session-approval-groups=admin); with the plugin:
   export PATH=$PWD/_output/bin:$PATH
-  kubectl --kubeconfig "$(hack/local-user.sh alice sre)" -n demo session open shoot/local --access admin --ttl 15m --reason INC-1 --name fix --wait
-  kubectl --kubeconfig "$(hack/local-user.sh bob)" -n demo session approve fix --reason "INC-1 is real"
-  kubectl --kubeconfig "$(hack/local-user.sh alice sre)" -n demo session extend fix 10m
+  kubectl session open shoot/local --kubeconfig "$(hack/local-user.sh alice sre)" -n demo --access admin --ttl 15m --reason INC-1 --name fix --wait
+  kubectl session approve fix --kubeconfig "$(hack/local-user.sh bob)" -n demo --reason "INC-1 is real"
+  kubectl session extend fix 10m --kubeconfig "$(hack/local-user.sh alice sre)" -n demo
 
 %sLogs: %s
 
