@@ -1,0 +1,81 @@
+package session
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/credentials"
+)
+
+// target is a cluster target as the server reaches it.
+type target struct {
+	kube   kubernetes.Interface
+	server string
+	ca     []byte
+}
+
+// observe gathers a session's credentials, CSR and policy. The target is
+// contacted only while credentials are being minted, renewed or cleaned up.
+func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed, *target, error) {
+	o := Observed{Session: s, Now: c.clock.Now()}
+	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(credentials.SecretName(s.UID))
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return o, nil, err
+	default:
+		o.Credentials = secret
+	}
+
+	var t *target
+	minting := o.Credentials == nil || len(o.Credentials.Data[credentials.KeyKubeconfig]) == 0
+	if s.Spec.Target.Shoot != nil {
+		if c.gardener == nil && minting {
+			o.Target = &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "the server has no Gardener project (--gardener-project)"}
+		}
+		// Also while credentials are renewed for an extension.
+		if f, ok := c.mintFailures.Get(s.UID); ok {
+			o.MintFailure = &f
+		}
+	}
+	if s.Spec.Target.Cluster != nil && (minting || renewalDue(o) || s.DeletionTimestamp != nil) {
+		t, o.Target = c.reachTarget(ctx, s)
+		if t != nil {
+			csr, err := t.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, credentials.CSRName(s.UID), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				o.Target = targetProblem(err)
+			default:
+				o.CSR = csr
+			}
+		}
+		if o.Target != nil && s.DeletionTimestamp != nil {
+			// A target that is gone or unreachable cannot hold up the
+			// deletion: its CSR expires there on its own.
+			c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Target.Reason, "Cleanup", "CSR %s left on the target: %s", credentials.CSRName(s.UID), o.Target.Message)
+		}
+	}
+
+	o.Policy, err = c.observePolicy(s)
+	return o, t, err
+}
+
+func (c *Controller) observePolicy(s *v1alpha1.Session) (PolicyState, error) {
+	if c.policies == nil {
+		return PolicyState{Disabled: true}, nil
+	}
+	p, served, err := c.policies.get(PolicyName(s))
+	switch {
+	case err != nil:
+		return PolicyState{}, err
+	case !served:
+		return PolicyState{APIAbsent: true}, nil
+	}
+	return observePolicy(p, s, c.opts.Policy), nil
+}
