@@ -125,9 +125,11 @@ func TestTargetAuthorization(t *testing.T) {
 			want: `user "dave" may not open "viewer" sessions to shoots/local in namespace targets`},
 		{name: "nor does server-side apply", kubeconfig: dave, manifest: targetSession("s", "", "viewer", "shoot/local"), serverSide: true,
 			want: `user "dave" may not open "viewer" sessions to shoots/local in namespace targets`},
-		{name: "an assigned owner needs the grant, not the assigner", kubeconfig: root, manifest: targetSession("s", "{username: erin}", "viewer", "shoot/local"),
+		{name: "an assigned owner needs the grant", kubeconfig: root, manifest: targetSession("s", "{username: erin}", "viewer", "shoot/local"),
 			want: `user "erin" may not open "viewer" sessions to shoots/local in namespace targets`},
-		{name: "an assigned owner's groups count", kubeconfig: root, manifest: targetSession("s", "{username: erin, groups: [team]}", "admin", "shoot/local")},
+		// TestAssignNeedsTheAssignersOwnAccess has the rest of it.
+		{name: "an assigner gives only groups they are in", kubeconfig: root, manifest: targetSession("s", "{username: erin, groups: [team]}", "admin", "shoot/local"),
+			want: `user "root" may not open a session owned by "erin" with the groups ["team"]: that needs the verb "assign-groups"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

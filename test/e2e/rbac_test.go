@@ -13,11 +13,13 @@ func TestRBAC(t *testing.T) {
 	other := namespace(t, "team-b")
 	grant(t, team, "alice", "clustergate:session-user", "clustergate:target-viewer")
 	grant(t, team, "root", "clustergate:session-admin")
-	// An assigned owner needs a grant on the target as much as a creator.
+	// An assigned owner needs a grant on the target as much as a creator,
+	// and so does the assigner.
 	grant(t, team, "bob", "clustergate:target-viewer")
+	grant(t, team, "rose", "clustergate:session-admin", "clustergate:target-viewer")
 	alice := userKubeconfig(t, "alice", "sre")
 	nobody := userKubeconfig(t, "nobody")
-	root := userKubeconfig(t, "root")
+	rose := userKubeconfig(t, "rose")
 
 	t.Run("no binding: 403", func(t *testing.T) {
 		msg := kubectlErr(t, nobody, "", "-n", team, "get", "sessions")
@@ -47,7 +49,7 @@ func TestRBAC(t *testing.T) {
 		if !strings.Contains(msg, `may not open a session owned by "bob"`) {
 			t.Errorf("got %s, want the assign refusal", msg)
 		}
-		apply(t, root, sessionManifest("for-bob", "bob"), "-n", team)
+		apply(t, rose, sessionManifest("for-bob", "bob"), "-n", team)
 		if owner := kubectl(t, "-n", team, "get", "session", "for-bob", "-o", "jsonpath={.spec.owner.username}"); owner != "bob" {
 			t.Errorf("owner = %q, want bob", owner)
 		}
@@ -71,6 +73,8 @@ func TestRBAC(t *testing.T) {
 		{"alice", "admin", "shoots.clustergate.dev/local", team, "no"},
 		{"alice", "viewer", "shoots.clustergate.dev/local", other, "no"},
 		{"root", "assign", "sessions.clustergate.dev", team, "yes"},
+		// Giving owners groups beyond one's own is a separate grant.
+		{"root", "assign-groups", "sessions.clustergate.dev", team, "no"},
 		{"root", "revoke", "sessions.clustergate.dev", team, "yes"},
 		{"root", "deletecollection", "sessions.clustergate.dev", team, "yes"},
 		// session-admin grants no target either.

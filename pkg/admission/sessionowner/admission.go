@@ -1,12 +1,15 @@
 // Package sessionowner holds the SessionOwner admission plugin: it stamps the
 // owner of a new Session from the requesting user, lets only users with the
-// verb "assign" on sessions name someone else, and lets only the owner, or
-// users with the verb "revoke" on sessions, change or delete a session, or,
+// verb "assign" on sessions name someone else (and only those with the verb
+// "assign-groups" give that owner groups they are not in themselves, or
+// system groups), and lets only the owner, or users with the verb "revoke"
+// on sessions, change or delete a session, or,
 // in a namespace being deleted, whoever may delete sessions (the namespace
 // controller). Through sessions/approval only holders of the verb "approve"
 // decide, never on their own session or request, as CertificateSigningRequest
 // approval asks for "approve" on the signer; through sessions/extension only
-// holders of "extend" who own the session or hold "assign" extend it.
+// holders of "extend" who own the session or could have assigned it extend
+// it.
 package sessionowner
 
 import (
@@ -14,16 +17,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
@@ -36,6 +42,16 @@ const PluginName = "SessionOwner"
 
 // VerbAssign is the custom verb on sessions that allows naming another owner.
 const VerbAssign = "assign"
+
+// VerbAssignGroups is the custom verb on sessions that allows giving an
+// assigned owner groups the assigner is not in, or system groups. Without
+// it an assigner vouches only for groups of their own: RBAC grants targets
+// to groups, so a group typed freely is any grant the assigner can name.
+const VerbAssignGroups = "assign-groups"
+
+// systemGroupPrefix starts the groups Kubernetes reserves for itself, such
+// as system:masters; none is an assigner's to hand out.
+const systemGroupPrefix = "system:"
 
 // VerbRevoke is the custom verb on sessions that allows changing or
 // deleting a session someone else owns.
@@ -99,7 +115,8 @@ func (p *Plugin) ValidateInitialization() error {
 // Admit stamps the owner of a new Session. A creator who names nobody, or
 // names themselves, becomes the owner with their real UID and groups, so
 // nobody can claim groups they are not in. Naming someone else is allowed
-// only with the verb "assign" on sessions in the namespace.
+// only with the verb "assign" on sessions in the namespace, and with groups
+// beyond the creator's own only with "assign-groups".
 func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	if a.GetOperation() != admission.Create {
 		return nil
@@ -112,12 +129,13 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		s.Spec.Owner = ownerOf(requester)
 		return nil
 	}
-	return p.authorizeAssign(ctx, a, requester, s.Spec.Owner.Username)
+	return p.authorizeAssigned(ctx, a, requester, s)
 }
 
 // Validate checks the owner of a new session again after mutating webhooks
-// ran, so that no webhook can hand a session to someone else, or forge the
-// creator's groups, on the creator's behalf. A change or delete of a session
+// ran, so that no webhook can hand a session to someone else, give an
+// assigned owner groups the assigner may not give, or forge the creator's
+// groups, on the creator's behalf. A change or delete of a session
 // by anyone but its owner needs the verb "revoke"; for a delete collection
 // this is asked per session.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
@@ -134,7 +152,11 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 		return err
 	}
 	if s.Spec.Owner.Username != requester.GetName() {
-		return p.authorizeAssign(ctx, a, requester, s.Spec.Owner.Username)
+		if err := p.authorizeAssigned(ctx, a, requester, s); err != nil {
+			return err
+		}
+		logForeignGroups(ctx, requester, s)
+		return nil
 	}
 	if !apiequality.Semantic.DeepEqual(s.Spec.Owner, ownerOf(requester)) {
 		return admission.NewForbidden(a, errors.New("spec.owner: the uid and groups of an owner who is the creator must be the creator's own"))
@@ -211,7 +233,8 @@ func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) e
 }
 
 // validateExtension lets holders of "extend" extend a session they own; one
-// owned by someone else needs "assign" too, as opening it for them would.
+// owned by someone else needs what opening it for them would: "assign", and
+// "assign-groups" when its owner has groups the extender could not give.
 func (p *Plugin) validateExtension(ctx context.Context, a admission.Attributes) error {
 	s, requester, err := sessionAndRequester(a, a.GetOldObject(), "extension")
 	if s == nil || err != nil {
@@ -222,9 +245,12 @@ func (p *Plugin) validateExtension(ctx context.Context, a admission.Attributes) 
 		requester.GetName(), s.Namespace, s.Name, VerbExtend, s.Namespace)); err != nil || ownership.Is(requester, s.Spec.Owner) {
 		return err
 	}
-	return p.require(ctx, a, requester, s, VerbAssign, fmt.Sprintf(
+	if err := p.require(ctx, a, requester, s, VerbAssign, fmt.Sprintf(
 		"user %q may not extend session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q too",
-		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbAssign, s.Namespace))
+		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbAssign, s.Namespace)); err != nil {
+		return err
+	}
+	return p.authorizeGroups(ctx, a, requester, s, "extend")
 }
 
 // require asks whether requester holds verb on session s.
@@ -241,18 +267,76 @@ func (p *Plugin) require(ctx context.Context, a admission.Attributes, requester 
 	}, a, msg)
 }
 
-func (p *Plugin) authorizeAssign(ctx context.Context, a admission.Attributes, requester user.Info, owner string) error {
+// authorizeAssigned asks whether requester may open session s for its
+// owner, someone else: "assign", and "assign-groups" for an owner with
+// groups the requester could not vouch for.
+func (p *Plugin) authorizeAssigned(ctx context.Context, a admission.Attributes, requester user.Info, s *clustergate.Session) error {
+	if err := p.requireOnRequest(ctx, a, requester, VerbAssign, fmt.Sprintf(
+		"user %q may not open a session owned by %q: that needs the verb %q on sessions in namespace %q",
+		requester.GetName(), s.Spec.Owner.Username, VerbAssign, a.GetNamespace())); err != nil {
+		return err
+	}
+	return p.authorizeGroups(ctx, a, requester, s, "open")
+}
+
+// authorizeGroups asks for "assign-groups" when the owner of s, someone
+// else, has groups that requester may not give on their own word; action
+// ("open", "extend") is what requester does to s, for the message.
+func (p *Plugin) authorizeGroups(ctx context.Context, a admission.Attributes, requester user.Info, s *clustergate.Session, action string) error {
+	foreign := foreignGroups(requester, s.Spec.Owner.Groups)
+	if len(foreign) == 0 {
+		return nil
+	}
+	return p.requireOnRequest(ctx, a, requester, VerbAssignGroups, fmt.Sprintf(
+		"user %q may not %s a session owned by %q with the groups %q: that needs the verb %q on sessions in namespace %q (without it, an assigned owner may have only groups %q is in, and no %s group but %s)",
+		requester.GetName(), action, s.Spec.Owner.Username, foreign, VerbAssignGroups, a.GetNamespace(), requester.GetName(), systemGroupPrefix, user.AllAuthenticated))
+}
+
+// foreignGroups returns, once each and in order, the groups among groups
+// that requester may not give an owner without "assign-groups": those
+// requester is not in, and every system group, which RBAC and kube-apiserver
+// trust (system:masters passes every authorizer), except
+// system:authenticated, which every authenticated user has.
+func foreignGroups(requester user.Info, groups []string) []string {
+	own := sets.New(requester.GetGroups()...)
+	seen := sets.New[string]()
+	var foreign []string
+	for _, g := range groups {
+		if seen.Has(g) {
+			continue
+		}
+		seen.Insert(g)
+		system := strings.HasPrefix(g, systemGroupPrefix) && g != user.AllAuthenticated
+		if system || !own.Has(g) {
+			foreign = append(foreign, g)
+		}
+	}
+	return foreign
+}
+
+// logForeignGroups records an owner given groups beyond the assigner's
+// own, which only "assign-groups" allows, for whoever looks into a grant
+// that came through a group later.
+func logForeignGroups(ctx context.Context, requester user.Info, s *clustergate.Session) {
+	if foreign := foreignGroups(requester, s.Spec.Owner.Groups); len(foreign) > 0 {
+		klog.FromContext(ctx).V(2).Info("Session assigned with groups beyond the assigner's own",
+			"session", klog.KObj(s), "assigner", requester.GetName(), "owner", s.Spec.Owner.Username, "groups", foreign)
+	}
+}
+
+// requireOnRequest asks whether requester holds verb on the sessions of
+// request a; on create, a new session's name may still be empty.
+func (p *Plugin) requireOnRequest(ctx context.Context, a admission.Attributes, requester user.Info, verb, msg string) error {
 	return authz.Require(ctx, p.authorizer, authorizer.AttributesRecord{
 		User:            requester,
-		Verb:            VerbAssign,
+		Verb:            verb,
 		APIGroup:        clustergate.GroupName,
 		APIVersion:      a.GetResource().Version,
 		Resource:        "sessions",
 		Namespace:       a.GetNamespace(),
 		Name:            a.GetName(),
 		ResourceRequest: true,
-	}, a, fmt.Sprintf("user %q may not open a session owned by %q: that needs the verb %q on sessions in namespace %q",
-		requester.GetName(), owner, VerbAssign, a.GetNamespace()))
+	}, a, msg)
 }
 
 func ownerOf(u user.Info) clustergate.SessionOwner {

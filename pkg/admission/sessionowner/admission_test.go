@@ -64,8 +64,8 @@ func TestAdmit(t *testing.T) {
 		{name: "someone else without assign", requester: alice, ns: "sre",
 			owner: clustergate.SessionOwner{Username: "bob"}, forbidden: true},
 		{name: "someone else with assign", requester: root, ns: "sre",
-			owner: clustergate.SessionOwner{Username: "bob", Groups: []string{"dev"}},
-			want:  clustergate.SessionOwner{Username: "bob", Groups: []string{"dev"}}},
+			owner: clustergate.SessionOwner{Username: "bob", Groups: []string{"admins"}},
+			want:  clustergate.SessionOwner{Username: "bob", Groups: []string{"admins"}}},
 		{name: "assign is per namespace", requester: root, ns: "prod",
 			owner: clustergate.SessionOwner{Username: "bob"}, forbidden: true},
 	}
@@ -95,6 +95,75 @@ func TestAdmit(t *testing.T) {
 				t.Errorf("Validate after Admit: %v", err)
 			}
 		})
+	}
+}
+
+// TestAssignedOwnerGroups: an assigner vouches only for groups they are in
+// themselves, and for no system group but system:authenticated, unless they
+// hold "assign-groups"; on the first look (Admit) and on the last (Validate,
+// after webhooks).
+func TestAssignedOwnerGroups(t *testing.T) {
+	// ann is an assigner of the kind an authenticator reports.
+	ann := &user.DefaultInfo{Name: "ann", UID: "uid-ann", Groups: []string{"sre", "system:serviceaccounts", "system:authenticated"}}
+	tests := []struct {
+		name      string
+		requester user.Info
+		groups    []string
+		// want is part of the refusal, empty when allowed.
+		want string
+	}{
+		{name: "no groups", requester: ann},
+		{name: "a group the assigner is in", requester: ann, groups: []string{"sre"}},
+		{name: "system:authenticated, which the assigner has", requester: ann, groups: []string{"sre", "system:authenticated"}},
+		{name: "system:masters", requester: ann, groups: []string{"system:masters"},
+			want: `user "ann" may not open a session owned by "bob" with the groups ["system:masters"]: that needs the verb "assign-groups" on sessions in namespace "sre"`},
+		{name: "a group the assigner is not in", requester: ann, groups: []string{"sre", "shoot-admins"},
+			want: `with the groups ["shoot-admins"]: that needs the verb "assign-groups"`},
+		{name: "a system group the assigner is in", requester: ann, groups: []string{"system:serviceaccounts"},
+			want: `with the groups ["system:serviceaccounts"]`},
+		{name: "every offending group once, in order", requester: ann,
+			groups: []string{"system:masters", "sre", "dev", "system:masters", "system:authenticated"},
+			want:   `with the groups ["system:masters" "dev"]`},
+		{name: "system:authenticated of an assigner without it", requester: &user.DefaultInfo{Name: "ann"}, groups: []string{"system:authenticated"},
+			want: `with the groups ["system:authenticated"]`},
+		{name: "with assign-groups, system:masters", requester: root, groups: []string{"system:masters"}},
+		{name: "with assign-groups, any group", requester: root, groups: []string{"shoot-admins", "system:authenticated"}},
+	}
+	verbs := map[string][]string{VerbAssign: {"ann", "root"}, VerbAssignGroups: {"root"}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := New()
+			p.SetAuthorizer(allowVerbs(verbs))
+			owner := clustergate.SessionOwner{Username: "bob", UID: "uid-bob", Groups: tt.groups}
+			s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}, Spec: clustergate.SessionSpec{Owner: owner}}
+			t.Run("Admit", func(t *testing.T) {
+				checkRefusal(t, p.Admit(context.Background(), attributes(s.DeepCopy(), "sre", tt.requester, ""), nil), tt.want)
+			})
+			// As if a webhook had set the groups after Admit.
+			t.Run("Validate", func(t *testing.T) {
+				checkRefusal(t, p.Validate(context.Background(), attributes(s.DeepCopy(), "sre", tt.requester, ""), nil), tt.want)
+			})
+		})
+	}
+}
+
+// TestOwnGroupsNeedNoAssignGroups: a creator who owns the session is
+// stamped with the groups the authenticator reported, system groups
+// included, and needs neither "assign" nor "assign-groups".
+func TestOwnGroupsNeedNoAssignGroups(t *testing.T) {
+	p := New()
+	p.SetAuthorizer(assigners())
+	admin := &user.DefaultInfo{Name: "admin", UID: "uid-admin", Groups: []string{"system:masters", "system:authenticated"}}
+	s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}, Spec: clustergate.SessionSpec{Owner: clustergate.SessionOwner{Username: "admin"}}}
+	a := attributes(s, "sre", admin, "")
+	if err := p.Admit(context.Background(), a, nil); err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	if err := p.Validate(context.Background(), a, nil); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if diff := cmp.Diff([]string{"system:masters", "system:authenticated"}, s.Spec.Owner.Groups); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
 	}
 }
 

@@ -64,25 +64,42 @@ func TestApproval(t *testing.T) {
 }
 
 func TestExtension(t *testing.T) {
-	aliceOwns := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"},
-		Spec: clustergate.SessionSpec{Owner: clustergate.SessionOwner{Username: "alice", UID: "uid-alice"}}}
+	owned := func(groups ...string) *clustergate.Session {
+		return &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"},
+			Spec: clustergate.SessionSpec{Owner: clustergate.SessionOwner{Username: "alice", UID: "uid-alice", Groups: groups}}}
+	}
+	aliceOwns := owned()
+	// Groups root is not in: opening it for alice took "assign-groups".
+	withForeignGroups := owned("sre", "system:masters")
+	assignExtend := map[string][]string{VerbExtend: {"alice", "root"}, VerbAssign: {"root"}}
 	tests := []struct {
 		name      string
 		verbs     map[string][]string
 		requester user.Info
-		want      string
+		// session is aliceOwns unless set.
+		session *clustergate.Session
+		want    string
 	}{
 		{name: "the owner with extend", verbs: map[string][]string{VerbExtend: {"alice"}}, requester: alice},
 		{name: "the owner without extend", verbs: map[string][]string{VerbAssign: {"alice"}}, requester: alice, want: `needs the verb "extend"`},
 		{name: "an assigner with extend", verbs: map[string][]string{VerbExtend: {"root"}, VerbAssign: {"root"}}, requester: root},
 		{name: "someone with extend only", verbs: map[string][]string{VerbExtend: {"root"}}, requester: root, want: `needs the verb "assign" on sessions in namespace "sre" too`},
 		{name: "revoke is not enough", verbs: map[string][]string{VerbRevoke: {"root"}}, requester: root, want: `needs the verb "extend"`},
+		{name: "the owner with groups of their own", verbs: assignExtend, requester: alice, session: withForeignGroups},
+		{name: "an assigner, groups they are not in", verbs: assignExtend, requester: root, session: withForeignGroups,
+			want: `user "root" may not extend a session owned by "alice" with the groups ["sre" "system:masters"]: that needs the verb "assign-groups"`},
+		{name: "an assigner with assign-groups", requester: root, session: withForeignGroups,
+			verbs: map[string][]string{VerbExtend: {"root"}, VerbAssign: {"root"}, VerbAssignGroups: {"root"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
 			p.SetAuthorizer(allowVerbs(tt.verbs))
-			err := p.Validate(context.Background(), updateOf(aliceOwns, tt.requester, "extension"), nil)
+			s := tt.session
+			if s == nil {
+				s = aliceOwns
+			}
+			err := p.Validate(context.Background(), updateOf(s, tt.requester, "extension"), nil)
 			checkRefusal(t, err, tt.want)
 		})
 	}

@@ -1,7 +1,10 @@
 // Package targetaccess holds the TargetAccess admission plugin: who may reach
 // which target. A Session may reach its target at its access level only if
-// its owner may, and a GardenerClusterKubeconfig may keep a shoot's admin
-// kubeconfig only for a user who may open admin sessions to that shoot.
+// its owner may, and, when someone else opens or extends it for the owner,
+// only if they may too: the assigner types the owner's groups, so the
+// owner's grants alone would be whatever grants the assigner can name. A
+// GardenerClusterKubeconfig may keep a shoot's admin kubeconfig only for a
+// user who may open admin sessions to that shoot.
 //
 // Both are asked of the authorizer, and so of RBAC in the core cluster, as
 // the access level's verb on the virtual resources shoots and clusters of
@@ -26,6 +29,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/ownership"
 )
 
 // PluginName is the name of the plugin in --enable-admission-plugins.
@@ -80,7 +84,8 @@ func (p *Plugin) ValidateInitialization() error {
 
 // Validate runs after every mutation, so it judges the owner and target the
 // object is stored with. A Session's target and owner never change after
-// create; its owner is judged again when it is extended. A
+// create; its owner, and an extender who is not the owner, are judged again
+// when it is extended. A
 // GardenerClusterKubeconfig is judged again when its spec changes.
 func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	// An extension is access for longer: the owner must still hold it.
@@ -118,7 +123,8 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 }
 
 // validateSession asks whether the session's owner, as stamped or assigned
-// with its groups, holds the access level's verb on the target.
+// with its groups, holds the access level's verb on the target, and, when
+// the requester is someone else, whether the requester holds it too.
 func (p *Plugin) validateSession(ctx context.Context, a admission.Attributes, s *clustergate.Session) error {
 	resource, name := target(&s.Spec.Target)
 	if resource == "" {
@@ -127,9 +133,25 @@ func (p *Plugin) validateSession(ctx context.Context, a admission.Attributes, s 
 	}
 	owner := &user.DefaultInfo{Name: s.Spec.Owner.Username, UID: s.Spec.Owner.UID, Groups: s.Spec.Owner.Groups}
 	verb := s.Spec.AccessLevel.Group
-	return authz.Require(ctx, p.authorizer, attributes(owner, verb, resource, name, s.Namespace), a,
+	if err := authz.Require(ctx, p.authorizer, attributes(owner, verb, resource, name, s.Namespace), a,
 		fmt.Sprintf("user %q may not open %q sessions to %s/%s in namespace %s: that needs the verb %q on %s.%s named %q",
-			owner.Name, verb, resource, name, s.Namespace, verb, resource, clustergate.GroupName, name))
+			owner.Name, verb, resource, name, s.Namespace, verb, resource, clustergate.GroupName, name)); err != nil {
+		return err
+	}
+	requester := a.GetUserInfo()
+	if requester == nil {
+		return admission.NewForbidden(a, errors.New("no authenticated user"))
+	}
+	// The owner's groups of an assigned session are the assigner's word.
+	// Were the owner's grant enough, anyone who may assign could reach every
+	// target some group reaches, by naming that group; so the assigner
+	// needs the access level as much as the owner, as for kubeconfigs.
+	if ownership.Is(requester, s.Spec.Owner) {
+		return nil
+	}
+	return authz.Require(ctx, p.authorizer, attributes(requester, verb, resource, name, s.Namespace), a,
+		fmt.Sprintf("user %q may not open %q sessions to %s/%s in namespace %s for %q: that needs the verb %q on %s.%s named %q",
+			requester.GetName(), verb, resource, name, s.Namespace, owner.Name, verb, resource, clustergate.GroupName, name))
 }
 
 // validateKubeconfig asks whether the requester may open admin sessions to

@@ -65,13 +65,21 @@ func TestSessions(t *testing.T) {
 		{subject: "sre", verb: "viewer", resource: ResourceShoots},
 		{subject: "alice", verb: "admin", resource: ResourceShoots, name: "other"},
 		{subject: "bob", verb: "admin", resource: ResourceClusters, name: "mc-1"},
+		// As kube-apiserver's authorizers allow system:masters everything.
+		{subject: "system:masters", verb: "admin", resource: ResourceShoots},
+		{subject: "system:masters", verb: "admin", resource: ResourceClusters},
 	}
+	// root may assign (SessionOwner's business) but holds no target.
+	root := &user.DefaultInfo{Name: "root", UID: "uid-root", Groups: []string{"admins", "system:authenticated"}}
 	tests := []struct {
 		name    string
 		session *clustergate.Session
-		// requester creates the session: admission judges the owner, not them.
+		// requester creates the session, the owner unless set: admission
+		// judges the owner, and a requester who is someone else too.
 		requester user.Info
 		wantErr   string
+		// wantAsked is how often the authorizer is asked, once unless set.
+		wantAsked int
 	}{
 		{name: "viewer on every shoot through a group", session: session("sre", alice, "viewer", shoot)},
 		{name: "admin on another shoot only", session: session("sre", alice, "admin", shoot),
@@ -81,11 +89,21 @@ func TestSessions(t *testing.T) {
 		{name: "cluster by its Secret's name", session: session("sre", clustergate.SessionOwner{Username: "bob"}, "admin", cluster)},
 		{name: "grants are per namespace", session: session("prod", alice, "viewer", shoot),
 			wantErr: `may not open "viewer" sessions to shoots/local in namespace prod`},
-		{name: "the assigned owner is judged, not the assigner", requester: &user.DefaultInfo{Name: "root", Groups: []string{"sre"}},
+		{name: "the assigned owner is judged, not only the assigner", requester: &user.DefaultInfo{Name: "root", Groups: []string{"sre"}},
 			session: session("sre", clustergate.SessionOwner{Username: "carol"}, "viewer", shoot),
 			wantErr: `user "carol" may not open "viewer" sessions to shoots/local`},
-		{name: "the assigned owner's groups count", requester: &user.DefaultInfo{Name: "root"},
-			session: session("sre", clustergate.SessionOwner{Username: "carol", Groups: []string{"sre"}}, "viewer", shoot)},
+		{name: "the assigned owner's groups count, with an assigner who holds the grant", requester: &user.DefaultInfo{Name: "root", Groups: []string{"sre"}},
+			session: session("sre", clustergate.SessionOwner{Username: "carol", Groups: []string{"sre"}}, "viewer", shoot), wantAsked: 2},
+		{name: "an assigner without the grant", requester: root,
+			session:   session("sre", clustergate.SessionOwner{Username: "carol", Groups: []string{"sre"}}, "viewer", shoot),
+			wantErr:   `user "root" may not open "viewer" sessions to shoots/local in namespace sre for "carol": that needs the verb "viewer" on shoots.clustergate.dev named "local"`,
+			wantAsked: 2},
+		{name: "an assigner claiming system:masters for the owner", requester: root,
+			session:   session("sre", clustergate.SessionOwner{Username: "root-too", Groups: []string{"system:masters"}}, "admin", cluster),
+			wantErr:   `user "root" may not open "admin" sessions to clusters/mc-1 in namespace sre for "root-too": that needs the verb "admin" on clusters.clustergate.dev named "mc-1"`,
+			wantAsked: 2},
+		{name: "an assigner who holds the access level themselves", requester: &user.DefaultInfo{Name: "bob"},
+			session: session("sre", clustergate.SessionOwner{Username: "carol", Groups: []string{"system:masters"}}, "admin", cluster), wantAsked: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,12 +115,13 @@ func TestSessions(t *testing.T) {
 			}
 			requester := tt.requester
 			if requester == nil {
-				requester = &user.DefaultInfo{Name: tt.session.Spec.Owner.Username, Groups: tt.session.Spec.Owner.Groups}
+				requester = &user.DefaultInfo{Name: tt.session.Spec.Owner.Username, UID: tt.session.Spec.Owner.UID, Groups: tt.session.Spec.Owner.Groups}
 			}
 			err := p.Validate(context.Background(), request(tt.session, nil, tt.session.Namespace, "", admission.Create, requester), nil)
 			checkErr(t, err, tt.wantErr)
-			if len(authz.asked) != 1 {
-				t.Fatalf("asked the authorizer %d times, want once", len(authz.asked))
+			wantAsked := max(tt.wantAsked, 1)
+			if len(authz.asked) != wantAsked {
+				t.Fatalf("asked the authorizer %d times, want %d", len(authz.asked), wantAsked)
 			}
 			if got := authz.asked[0].GetUser().GetUID(); got != tt.session.Spec.Owner.UID {
 				t.Errorf("asked for UID %q, want the owner's %q", got, tt.session.Spec.Owner.UID)
@@ -158,15 +177,30 @@ func TestKubeconfigs(t *testing.T) {
 }
 
 // TestExtensionNeedsTheTargetStill: an owner who lost the grant on the
-// target since the session was opened may not extend it.
+// target since the session was opened may not extend it, and someone else
+// extends it only holding the access level themselves, as opening it for
+// the owner would need.
 func TestExtensionNeedsTheTargetStill(t *testing.T) {
-	for group, want := range map[string]string{"viewer": "", "admin": `user "alice" may not open "admin" sessions to shoots/local`} {
-		t.Run(group, func(t *testing.T) {
+	owner := &user.DefaultInfo{Name: "alice", UID: "uid-alice", Groups: []string{"sre"}}
+	tests := []struct {
+		name, group string
+		requester   user.Info
+		want        string
+	}{
+		{name: "the owner, still granted", group: "viewer", requester: owner},
+		{name: "the owner, not granted", group: "admin", requester: owner,
+			want: `user "alice" may not open "admin" sessions to shoots/local`},
+		{name: "an assigner granted", group: "viewer", requester: &user.DefaultInfo{Name: "root", Groups: []string{"sre"}}},
+		{name: "an assigner not granted", group: "viewer", requester: &user.DefaultInfo{Name: "root", Groups: []string{"admins"}},
+			want: `user "root" may not open "viewer" sessions to shoots/local in namespace sre for "alice"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			p := New()
 			p.SetUnconditionalAuthorizer(&rbac{grants: []grant{{subject: "sre", verb: "viewer", resource: ResourceShoots}}})
-			s := session("sre", alice, group, shoot)
-			err := p.Validate(context.Background(), request(s, s, "sre", "extension", admission.Update, &user.DefaultInfo{Name: "alice"}), nil)
-			checkErr(t, err, want)
+			s := session("sre", alice, tt.group, shoot)
+			err := p.Validate(context.Background(), request(s, s, "sre", "extension", admission.Update, tt.requester), nil)
+			checkErr(t, err, tt.want)
 		})
 	}
 }
