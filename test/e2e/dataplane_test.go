@@ -147,7 +147,7 @@ func TestDataPlane(t *testing.T) {
 			{name: "someone else's valid token", token: token(t, ns, "intruder", localcluster.DataPlaneAudience), code: http.StatusForbidden,
 				want: "only the session's owner may use its proxy"},
 			{name: "the owner", token: good, code: http.StatusOK, want: `"kind":"APIVersions"`},
-			{name: "the owner, the session's path without a slash", path: "/sessions/" + ns + "/sre-work", token: good, code: http.StatusOK, want: `"kind":"APIVersions"`},
+			{name: "the owner, the session's path without a slash: the target's root", path: "/sessions/" + ns + "/sre-work", token: good, code: http.StatusOK, want: `"/apis"`},
 			{name: "an escaped slash in the session's name", path: "/sessions/" + ns + "/sre-work%2Fapi", token: good, code: http.StatusBadRequest,
 				want: `"reason":"BadRequest"`},
 			// Before data-plane names had a prefix of their own, this token
