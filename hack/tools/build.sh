@@ -5,6 +5,7 @@
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
+# (hack/tools/istio-authz is a test module, not a set: make test-istio.)
 # _output/bin/ holds links to the current builds.
 #
 # Usage: hack/tools/build.sh [SET...]   (default: all sets)

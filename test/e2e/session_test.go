@@ -118,7 +118,7 @@ func TestShootSession(t *testing.T) {
 		// gateway lets nobody through to the session.
 		out := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
 			"-o", `jsonpath={.spec.action} {.spec.selector.matchLabels} {.spec.rules[*].to[0].operation.ports} {.spec.rules[*].to[0].operation.paths} {.spec.rules[*].when} {.metadata.labels.clustergate\.dev/session-name}`)
-		want := `DENY {"istio":"clustergate-data-plane"} ["8443"] ["/sessions/shoot-sessions/look","/sessions/shoot-sessions/look/*"]  look`
+		want := `DENY {"istio":"clustergate-data-plane"} ["8444"] ["/sessions/shoot-sessions/look","/sessions/shoot-sessions/look/*"]  look`
 		if out != want {
 			t.Errorf("policy = %s\nwant     %s", out, want)
 		}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -133,7 +135,7 @@ func NewOptions() *Options {
 		Session: session.Options{
 			Config:    session.Config{CSRPoll: 2 * time.Second, RetryAfter: 30 * time.Second},
 			Namespace: serverNamespace(),
-			Policy:    session.PolicyConfig{Port: 8443},
+			Policy:    session.PolicyConfig{Port: 8444},
 			Workers:   10,
 		},
 		istioSelector:           "istio=clustergate-data-plane",
@@ -314,6 +316,11 @@ func (o *Options) Validate() error {
 		}
 		if p := o.Session.Policy.Port; p < 1 || p > 65535 {
 			errs = append(errs, fmt.Errorf("--istio-gateway-port must be a port, got %d", p))
+		} else if p == o.RecommendedOptions.SecureServing.BindPort || strings.HasSuffix(o.DataPlane.Address, ":"+strconv.Itoa(p)) {
+			// Where Istio drops a DENY rule's HTTP conditions the port
+			// remains: on a port of the server's own, a policy that
+			// selected the server by mistake would cut it off.
+			errs = append(errs, fmt.Errorf("--istio-gateway-port %d is a port the server listens on; the gateway's data-plane port must be another", p))
 		}
 	}
 	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {

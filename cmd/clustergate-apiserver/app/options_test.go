@@ -115,6 +115,8 @@ jwt:
 			want: "--istio-namespace needs --data-plane-authentication-config"},
 		{name: "Istio policies on a port that is none", flags: []string{"--istio-namespace=clustergate-data-plane",
 			"--data-plane-authentication-config=" + config("dataplane:"), "--istio-gateway-port=0"}, want: "--istio-gateway-port must be a port"},
+		{name: "Istio policies on the server's own port", flags: []string{"--istio-namespace=clustergate-data-plane",
+			"--data-plane-authentication-config=" + config("dataplane:"), "--secure-port=8443", "--istio-gateway-port=8443"}, want: "is a port the server listens on"},
 		{name: "data-plane names without a prefix", flags: []string{"--data-plane-address=127.0.0.1:0", "--data-plane-authentication-config=" + config("")},
 			want: "claimMappings.username.prefix must not be empty"},
 		{name: "the garden's own issuer", flags: []string{"--data-plane-address=127.0.0.1:0", "--data-plane-authentication-config=" + config(""),

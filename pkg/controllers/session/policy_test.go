@@ -52,7 +52,7 @@ func shippedPolicyConfig(t *testing.T) PolicyConfig {
 	if err != nil {
 		t.Fatalf("the shipped AuthenticationConfiguration: %v", err)
 	}
-	policy := PolicyConfig{Namespace: "clustergate-data-plane", Selector: map[string]string{"istio": "clustergate-data-plane"}, Port: 8443}
+	policy := PolicyConfig{Namespace: "clustergate-data-plane", Selector: map[string]string{"istio": "clustergate-data-plane"}, Port: 8444}
 	for _, issuer := range dataplane.Issuers(cfg) {
 		policy.Issuers = append(policy.Issuers, PolicyIssuer(issuer))
 	}
@@ -97,7 +97,7 @@ func TestDesiredPolicyGolden(t *testing.T) {
 // TestDesiredPolicy: a session's policy names exactly its paths on the
 // gateway's data-plane port, and lets only its owner's issuer and name by.
 func TestDesiredPolicy(t *testing.T) {
-	cfg := PolicyConfig{Selector: map[string]string{"istio": "gw"}, Port: 8443, Issuers: []PolicyIssuer{
+	cfg := PolicyConfig{Selector: map[string]string{"istio": "gw"}, Port: 8444, Issuers: []PolicyIssuer{
 		{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"},
 		{URL: "https://sso.example.com", UsernameClaim: "sub", UsernamePrefix: "sso:"},
 	}}
@@ -126,7 +126,7 @@ func TestDesiredPolicy(t *testing.T) {
 					t.Fatalf("rule %v", r)
 				}
 				op := r.To[0].Operation
-				if diff := cmp.Diff([]string{"8443"}, op.Ports); diff != "" {
+				if diff := cmp.Diff([]string{"8444"}, op.Ports); diff != "" {
 					t.Errorf("ports: %s", diff)
 				}
 				if diff := cmp.Diff([]string{"/sessions/sre/fix", "/sessions/sre/fix/*"}, op.Paths); diff != "" {
