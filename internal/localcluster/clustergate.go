@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // startClustergate applies artifacts/rbac and Istio's CRDs, creates the
@@ -37,7 +37,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		return err
 	}
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "label", "secret", ShootTargetSecret,
-		credentials.LabelClusterTarget+"=true"); err != nil {
+		v1alpha1.LabelClusterTarget+"=true"); err != nil {
 		return err
 	}
 	dataPlane, err := cp.setUpDataPlane(ctx)

@@ -11,7 +11,6 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	restclient "k8s.io/client-go/rest"
 
-	"github.com/clustergate/clustergate/pkg/admission/targetaccess"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/install"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -159,8 +158,8 @@ func (c CompletedConfig) New() (*Server, error) {
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
 		// Authorization only: who may reach which target.
-		targetaccess.ResourceShoots:   target.NewREST("shoot", "Shoot"),
-		targetaccess.ResourceClusters: target.NewREST("cluster", "Cluster"),
+		v1alpha1.ResourceShoots:   target.NewREST("shoot", "Shoot"),
+		v1alpha1.ResourceClusters: target.NewREST("cluster", "Cluster"),
 	}
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err

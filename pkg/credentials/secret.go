@@ -30,12 +30,6 @@ const (
 	ManagedBy = "clustergate"
 )
 
-// LabelClusterTarget, set to "true", marks a Secret in the server's
-// namespace as the kubeconfig of a cluster target. The server uses no other
-// Secret as a target, and never writes this label itself: the Secrets it
-// writes hold credentials it minted, which must never lead to a target.
-const LabelClusterTarget = "clustergate.dev/cluster-target"
-
 // SecretName is the name of a session's credentials Secret.
 func SecretName(uid types.UID) string { return "session-" + string(uid) }
 

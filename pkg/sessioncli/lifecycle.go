@@ -15,7 +15,7 @@ import (
 func newDecideCommand(g *globals, approve bool) *cobra.Command {
 	verb, decision := "deny", v1alpha1.ApprovalDenied
 	if approve {
-		verb, decision = "approve", v1alpha1.ApprovalApproved
+		verb, decision = v1alpha1.VerbApprove, v1alpha1.ApprovalApproved
 	}
 	var reason string
 	cmd := &cobra.Command{

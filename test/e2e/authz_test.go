@@ -203,7 +203,7 @@ func TestCredentialIsolation(t *testing.T) {
 			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.SessionReasonTargetNotMarked {
 				return fmt.Errorf("conditions %+v", s.Status.Conditions)
 			}
-			if !strings.Contains(c.Message, credentials.LabelClusterTarget+"=true") {
+			if !strings.Contains(c.Message, v1alpha1.LabelClusterTarget+"=true") {
 				return fmt.Errorf("the message does not name the mark: %s", c.Message)
 			}
 			return nil
@@ -230,7 +230,7 @@ func TestCredentialIsolation(t *testing.T) {
 		// Marked, it is a target: the waiting session goes on at once, not
 		// when some timer comes round (sessions waiting for a target are
 		// not retried on a timer).
-		kubectl(t, "-n", "clustergate-system", "label", "secret", "unmarked", credentials.LabelClusterTarget+"=true")
+		kubectl(t, "-n", "clustergate-system", "label", "secret", "unmarked", v1alpha1.LabelClusterTarget+"=true")
 		eventually(t, 10*time.Second, "the session goes on once its Secret is marked", func() error {
 			s, err := client.ClustergateV1alpha1().Sessions(ns).Get(ctx, "unmarked", metav1.GetOptions{})
 			if err != nil {
@@ -251,7 +251,7 @@ func TestCredentialIsolation(t *testing.T) {
 		notATarget(t, "thief")
 
 		msg := kubectlErr(t, cp.AdminKubeconfig, "", "-n", "clustergate-system", "label", "secret", credentials.SecretName(victim.UID),
-			credentials.LabelClusterTarget+"=true")
+			v1alpha1.LabelClusterTarget+"=true")
 		if !strings.Contains(msg, "may not be marked as a cluster target") {
 			t.Errorf("marking a session's credentials: %s", msg)
 		}
@@ -260,13 +260,13 @@ func TestCredentialIsolation(t *testing.T) {
 	t.Run("a kept kubeconfig never gets the mark", func(t *testing.T) {
 		kube, _ := clients(t)
 		obj := newKubeconfigObject("marked", localcluster.Shoot, "kubeconfig-marked")
-		obj.Labels[credentials.LabelClusterTarget] = "true"
+		obj.Labels[v1alpha1.LabelClusterTarget] = "true"
 		if _, err := client.ClustergateV1alpha1().GardenerClusterKubeconfigs(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		waitCondition(t, client, ns, "marked", v1alpha1.KubeconfigReasonCreated, time.Minute)
 		s := getSecret(t, kube, ns, "kubeconfig-marked")
-		if _, marked := s.Labels[credentials.LabelClusterTarget]; marked || s.Labels["kyma-project.io/runtime-id"] != "marked" {
+		if _, marked := s.Labels[v1alpha1.LabelClusterTarget]; marked || s.Labels["kyma-project.io/runtime-id"] != "marked" {
 			t.Errorf("the kept kubeconfig's labels: %v", s.Labels)
 		}
 	})

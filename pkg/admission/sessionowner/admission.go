@@ -33,6 +33,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/ownership"
 )
@@ -40,30 +41,9 @@ import (
 // PluginName is the name of the plugin in --enable-admission-plugins.
 const PluginName = "SessionOwner"
 
-// VerbAssign is the custom verb on sessions that allows naming another owner.
-const VerbAssign = "assign"
-
-// VerbAssignGroups is the custom verb on sessions that allows giving an
-// assigned owner groups the assigner is not in, or system groups. Without
-// it an assigner vouches only for groups of their own: RBAC grants targets
-// to groups, so a group typed freely is any grant the assigner can name.
-const VerbAssignGroups = "assign-groups"
-
 // systemGroupPrefix starts the groups Kubernetes reserves for itself, such
 // as system:masters; none is an assigner's to hand out.
 const systemGroupPrefix = "system:"
-
-// VerbRevoke is the custom verb on sessions that allows changing or
-// deleting a session someone else owns.
-const VerbRevoke = "revoke"
-
-// VerbApprove is the custom verb on sessions that allows approving or
-// denying them through sessions/approval.
-const VerbApprove = "approve"
-
-// VerbExtend is the custom verb on sessions that allows moving their expiry
-// later through sessions/extension.
-const VerbExtend = "extend"
 
 // Register registers the plugin.
 func Register(plugins *admission.Plugins) {
@@ -180,8 +160,8 @@ func (p *Plugin) validateChange(ctx context.Context, a admission.Attributes) err
 	if a.GetOperation() == admission.Delete && p.terminating(s.Namespace) {
 		return nil
 	}
-	return p.require(ctx, a, requester, s, VerbRevoke, fmt.Sprintf("user %q may not change or delete session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q",
-		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbRevoke, s.Namespace))
+	return p.require(ctx, a, requester, s, v1alpha1.VerbRevoke, fmt.Sprintf("user %q may not change or delete session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q",
+		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, v1alpha1.VerbRevoke, s.Namespace))
 }
 
 // terminating reports whether the namespace is being deleted.
@@ -227,9 +207,9 @@ func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) e
 		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny a request they made on session %s/%s: another approver must",
 			requester.GetName(), s.Namespace, s.Name))
 	}
-	return p.require(ctx, a, requester, s, VerbApprove, fmt.Sprintf(
+	return p.require(ctx, a, requester, s, v1alpha1.VerbApprove, fmt.Sprintf(
 		"user %q may not approve or deny session %s/%s: that needs the verb %q on sessions in namespace %q",
-		requester.GetName(), s.Namespace, s.Name, VerbApprove, s.Namespace))
+		requester.GetName(), s.Namespace, s.Name, v1alpha1.VerbApprove, s.Namespace))
 }
 
 // validateExtension lets holders of "extend" extend a session they own; one
@@ -240,14 +220,14 @@ func (p *Plugin) validateExtension(ctx context.Context, a admission.Attributes) 
 	if s == nil || err != nil {
 		return err
 	}
-	if err := p.require(ctx, a, requester, s, VerbExtend, fmt.Sprintf(
+	if err := p.require(ctx, a, requester, s, v1alpha1.VerbExtend, fmt.Sprintf(
 		"user %q may not extend session %s/%s: that needs the verb %q on sessions in namespace %q",
-		requester.GetName(), s.Namespace, s.Name, VerbExtend, s.Namespace)); err != nil || ownership.Is(requester, s.Spec.Owner) {
+		requester.GetName(), s.Namespace, s.Name, v1alpha1.VerbExtend, s.Namespace)); err != nil || ownership.Is(requester, s.Spec.Owner) {
 		return err
 	}
-	if err := p.require(ctx, a, requester, s, VerbAssign, fmt.Sprintf(
+	if err := p.require(ctx, a, requester, s, v1alpha1.VerbAssign, fmt.Sprintf(
 		"user %q may not extend session %s/%s owned by %q: that needs the verb %q on sessions in namespace %q too",
-		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, VerbAssign, s.Namespace)); err != nil {
+		requester.GetName(), s.Namespace, s.Name, s.Spec.Owner.Username, v1alpha1.VerbAssign, s.Namespace)); err != nil {
 		return err
 	}
 	return p.authorizeGroups(ctx, a, requester, s, "extend")
@@ -271,9 +251,9 @@ func (p *Plugin) require(ctx context.Context, a admission.Attributes, requester 
 // owner, someone else: "assign", and "assign-groups" for an owner with
 // groups the requester could not vouch for.
 func (p *Plugin) authorizeAssigned(ctx context.Context, a admission.Attributes, requester user.Info, s *clustergate.Session) error {
-	if err := p.requireOnRequest(ctx, a, requester, VerbAssign, fmt.Sprintf(
+	if err := p.requireOnRequest(ctx, a, requester, v1alpha1.VerbAssign, fmt.Sprintf(
 		"user %q may not open a session owned by %q: that needs the verb %q on sessions in namespace %q",
-		requester.GetName(), s.Spec.Owner.Username, VerbAssign, a.GetNamespace())); err != nil {
+		requester.GetName(), s.Spec.Owner.Username, v1alpha1.VerbAssign, a.GetNamespace())); err != nil {
 		return err
 	}
 	return p.authorizeGroups(ctx, a, requester, s, "open")
@@ -287,9 +267,9 @@ func (p *Plugin) authorizeGroups(ctx context.Context, a admission.Attributes, re
 	if len(foreign) == 0 {
 		return nil
 	}
-	return p.requireOnRequest(ctx, a, requester, VerbAssignGroups, fmt.Sprintf(
+	return p.requireOnRequest(ctx, a, requester, v1alpha1.VerbAssignGroups, fmt.Sprintf(
 		"user %q may not %s a session owned by %q with the groups %q: that needs the verb %q on sessions in namespace %q (without it, an assigned owner may have only groups %q is in, and no %s group but %s)",
-		requester.GetName(), action, s.Spec.Owner.Username, foreign, VerbAssignGroups, a.GetNamespace(), requester.GetName(), systemGroupPrefix, user.AllAuthenticated))
+		requester.GetName(), action, s.Spec.Owner.Username, foreign, v1alpha1.VerbAssignGroups, a.GetNamespace(), requester.GetName(), systemGroupPrefix, user.AllAuthenticated))
 }
 
 // foreignGroups returns, once each and in order, the groups among groups

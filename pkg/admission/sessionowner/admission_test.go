@@ -17,11 +17,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // assigners is a fake authorizer that allows "assign" on sessions to the
 // named users in namespace "sre" only.
-func assigners(names ...string) authorizer.Authorizer { return allow(VerbAssign, names...) }
+func assigners(names ...string) authorizer.Authorizer { return allow(v1alpha1.VerbAssign, names...) }
 
 // allow is a fake authorizer that allows verb on sessions to the named users
 // in namespace "sre" only.
@@ -129,7 +130,7 @@ func TestAssignedOwnerGroups(t *testing.T) {
 		{name: "with assign-groups, system:masters", requester: root, groups: []string{"system:masters"}},
 		{name: "with assign-groups, any group", requester: root, groups: []string{"shoot-admins", "system:authenticated"}},
 	}
-	verbs := map[string][]string{VerbAssign: {"ann", "root"}, VerbAssignGroups: {"root"}}
+	verbs := map[string][]string{v1alpha1.VerbAssign: {"ann", "root"}, v1alpha1.VerbAssignGroups: {"root"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
@@ -238,7 +239,7 @@ func TestChangesByOthersNeedRevoke(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
-			p.SetAuthorizer(allow(VerbRevoke, "root"))
+			p.SetAuthorizer(allow(v1alpha1.VerbRevoke, "root"))
 			p.namespaces = corelisters.NewNamespaceLister(namespaces)
 			var obj runtime.Object
 			var opts runtime.Object = &metav1.DeleteOptions{}

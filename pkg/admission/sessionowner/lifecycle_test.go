@@ -12,6 +12,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // allowVerbs is a fake authorizer that allows each verb on sessions to its
@@ -56,7 +57,7 @@ func TestApproval(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
-			p.SetAuthorizer(allowVerbs(map[string][]string{VerbApprove: {"alice", "bob"}, VerbRevoke: {"root"}}))
+			p.SetAuthorizer(allowVerbs(map[string][]string{v1alpha1.VerbApprove: {"alice", "bob"}, v1alpha1.VerbRevoke: {"root"}}))
 			err := p.Validate(context.Background(), updateOf(tt.session, tt.requester, "approval"), nil)
 			checkRefusal(t, err, tt.want)
 		})
@@ -71,7 +72,7 @@ func TestExtension(t *testing.T) {
 	aliceOwns := owned()
 	// Groups root is not in: opening it for alice took "assign-groups".
 	withForeignGroups := owned("sre", "system:masters")
-	assignExtend := map[string][]string{VerbExtend: {"alice", "root"}, VerbAssign: {"root"}}
+	assignExtend := map[string][]string{v1alpha1.VerbExtend: {"alice", "root"}, v1alpha1.VerbAssign: {"root"}}
 	tests := []struct {
 		name      string
 		verbs     map[string][]string
@@ -80,16 +81,16 @@ func TestExtension(t *testing.T) {
 		session *clustergate.Session
 		want    string
 	}{
-		{name: "the owner with extend", verbs: map[string][]string{VerbExtend: {"alice"}}, requester: alice},
-		{name: "the owner without extend", verbs: map[string][]string{VerbAssign: {"alice"}}, requester: alice, want: `needs the verb "extend"`},
-		{name: "an assigner with extend", verbs: map[string][]string{VerbExtend: {"root"}, VerbAssign: {"root"}}, requester: root},
-		{name: "someone with extend only", verbs: map[string][]string{VerbExtend: {"root"}}, requester: root, want: `needs the verb "assign" on sessions in namespace "sre" too`},
-		{name: "revoke is not enough", verbs: map[string][]string{VerbRevoke: {"root"}}, requester: root, want: `needs the verb "extend"`},
+		{name: "the owner with extend", verbs: map[string][]string{v1alpha1.VerbExtend: {"alice"}}, requester: alice},
+		{name: "the owner without extend", verbs: map[string][]string{v1alpha1.VerbAssign: {"alice"}}, requester: alice, want: `needs the verb "extend"`},
+		{name: "an assigner with extend", verbs: map[string][]string{v1alpha1.VerbExtend: {"root"}, v1alpha1.VerbAssign: {"root"}}, requester: root},
+		{name: "someone with extend only", verbs: map[string][]string{v1alpha1.VerbExtend: {"root"}}, requester: root, want: `needs the verb "assign" on sessions in namespace "sre" too`},
+		{name: "revoke is not enough", verbs: map[string][]string{v1alpha1.VerbRevoke: {"root"}}, requester: root, want: `needs the verb "extend"`},
 		{name: "the owner with groups of their own", verbs: assignExtend, requester: alice, session: withForeignGroups},
 		{name: "an assigner, groups they are not in", verbs: assignExtend, requester: root, session: withForeignGroups,
 			want: `user "root" may not extend a session owned by "alice" with the groups ["sre" "system:masters"]: that needs the verb "assign-groups"`},
 		{name: "an assigner with assign-groups", requester: root, session: withForeignGroups,
-			verbs: map[string][]string{VerbExtend: {"root"}, VerbAssign: {"root"}, VerbAssignGroups: {"root"}}},
+			verbs: map[string][]string{v1alpha1.VerbExtend: {"root"}, v1alpha1.VerbAssign: {"root"}, v1alpha1.VerbAssignGroups: {"root"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,23 +29,12 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/ownership"
 )
 
 // PluginName is the name of the plugin in --enable-admission-plugins.
 const PluginName = "TargetAccess"
-
-// The virtual resources that name targets in authorization.
-const (
-	// ResourceShoots are Gardener Shoots of the server's project, by name.
-	ResourceShoots = "shoots"
-	// ResourceClusters are cluster targets, by the name of their kubeconfig Secret.
-	ResourceClusters = "clusters"
-)
-
-// VerbAdmin is the verb on a shoot that keeping its admin kubeconfig in a
-// GardenerClusterKubeconfig needs: it is as much as an admin session.
-const VerbAdmin = "admin"
 
 // Register registers the plugin.
 func Register(plugins *admission.Plugins) {
@@ -163,9 +152,9 @@ func (p *Plugin) validateKubeconfig(ctx context.Context, a admission.Attributes,
 		return admission.NewForbidden(a, errors.New("no authenticated user"))
 	}
 	shoot := k.Spec.Shoot.Name
-	return authz.Require(ctx, p.authorizer, attributes(requester, VerbAdmin, ResourceShoots, shoot, k.Namespace), a,
+	return authz.Require(ctx, p.authorizer, attributes(requester, v1alpha1.AccessLevelAdmin, v1alpha1.ResourceShoots, shoot, k.Namespace), a,
 		fmt.Sprintf("user %q may not keep a kubeconfig of %s/%s in namespace %s: that needs the verb %q on %s.%s named %q",
-			requester.GetName(), ResourceShoots, shoot, k.Namespace, VerbAdmin, ResourceShoots, clustergate.GroupName, shoot))
+			requester.GetName(), v1alpha1.ResourceShoots, shoot, k.Namespace, v1alpha1.AccessLevelAdmin, v1alpha1.ResourceShoots, clustergate.GroupName, shoot))
 }
 
 // target returns the virtual resource and name of a session target, or
@@ -173,9 +162,9 @@ func (p *Plugin) validateKubeconfig(ctx context.Context, a admission.Attributes,
 func target(t *clustergate.SessionTarget) (resource, name string) {
 	switch {
 	case t.Shoot != nil:
-		return ResourceShoots, t.Shoot.Name
+		return v1alpha1.ResourceShoots, t.Shoot.Name
 	case t.Cluster != nil:
-		return ResourceClusters, t.Cluster.KubeconfigSecretRef.Name
+		return v1alpha1.ResourceClusters, t.Cluster.KubeconfigSecretRef.Name
 	}
 	return "", ""
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // grant is one RBAC-like rule of the fake authorizer: a subject (user or
@@ -62,12 +63,12 @@ var (
 
 func TestSessions(t *testing.T) {
 	grants := []grant{
-		{subject: "sre", verb: "viewer", resource: ResourceShoots},
-		{subject: "alice", verb: "admin", resource: ResourceShoots, name: "other"},
-		{subject: "bob", verb: "admin", resource: ResourceClusters, name: "mc-1"},
+		{subject: "sre", verb: "viewer", resource: v1alpha1.ResourceShoots},
+		{subject: "alice", verb: "admin", resource: v1alpha1.ResourceShoots, name: "other"},
+		{subject: "bob", verb: "admin", resource: v1alpha1.ResourceClusters, name: "mc-1"},
 		// As kube-apiserver's authorizers allow system:masters everything.
-		{subject: "system:masters", verb: "admin", resource: ResourceShoots},
-		{subject: "system:masters", verb: "admin", resource: ResourceClusters},
+		{subject: "system:masters", verb: "admin", resource: v1alpha1.ResourceShoots},
+		{subject: "system:masters", verb: "admin", resource: v1alpha1.ResourceClusters},
 	}
 	// root may assign (SessionOwner's business) but holds no target.
 	root := &user.DefaultInfo{Name: "root", UID: "uid-root", Groups: []string{"admins", "system:authenticated"}}
@@ -136,7 +137,7 @@ func TestKubeconfigs(t *testing.T) {
 			Spec: clustergate.GardenerClusterKubeconfigSpec{Shoot: clustergate.ShootReference{Name: shoot},
 				Kubeconfig: clustergate.KubeconfigTarget{Secret: clustergate.SecretKeyReference{Name: secret}}}}
 	}
-	grants := []grant{{subject: "admins", verb: "admin", resource: ResourceShoots, name: "local"}, {subject: "viewers", verb: "viewer", resource: ResourceShoots}}
+	grants := []grant{{subject: "admins", verb: "admin", resource: v1alpha1.ResourceShoots, name: "local"}, {subject: "viewers", verb: "viewer", resource: v1alpha1.ResourceShoots}}
 	admin := &user.DefaultInfo{Name: "ann", Groups: []string{"admins"}}
 	viewer := &user.DefaultInfo{Name: "vic", Groups: []string{"viewers"}}
 	tests := []struct {
@@ -197,7 +198,7 @@ func TestExtensionNeedsTheTargetStill(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
-			p.SetUnconditionalAuthorizer(&rbac{grants: []grant{{subject: "sre", verb: "viewer", resource: ResourceShoots}}})
+			p.SetUnconditionalAuthorizer(&rbac{grants: []grant{{subject: "sre", verb: "viewer", resource: v1alpha1.ResourceShoots}}})
 			s := session("sre", alice, tt.group, shoot)
 			err := p.Validate(context.Background(), request(s, s, "sre", "extension", admission.Update, tt.requester), nil)
 			checkErr(t, err, tt.want)

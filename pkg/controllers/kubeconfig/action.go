@@ -22,7 +22,6 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
-	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
@@ -288,7 +287,7 @@ func SecretLabels(obj *v1alpha1.GardenerClusterKubeconfig) map[string]string {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	delete(labels, credentials.LabelClusterTarget)
+	delete(labels, v1alpha1.LabelClusterTarget)
 	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByClustergate
 	labels[v1alpha1.LabelClusterName] = obj.Name
 	return labels

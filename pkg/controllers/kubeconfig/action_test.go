@@ -12,7 +12,6 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
-	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
@@ -215,7 +214,7 @@ func TestSecretLabels(t *testing.T) {
 			labels: map[string]string{"kyma-project.io/runtime-id": "c-1"},
 			want:   map[string]string{"kyma-project.io/runtime-id": "c-1", v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "but never the mark of a cluster target",
-			labels: map[string]string{credentials.LabelClusterTarget: "true"},
+			labels: map[string]string{v1alpha1.LabelClusterTarget: "true"},
 			want:   map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: "c-1"}},
 		{name: "and managed-by is the server's",
 			labels: map[string]string{v1alpha1.LabelManagedBy: "someone"},

@@ -200,7 +200,7 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 		return problem, "", &step
 	}
 	if s.Spec.Target.Shoot != nil {
-		if g := s.Spec.AccessLevel.Group; g != "admin" && g != "viewer" {
+		if g := s.Spec.AccessLevel.Group; g != v1alpha1.AccessLevelAdmin && g != v1alpha1.AccessLevelViewer {
 			return credentialsFalse(v1alpha1.SessionReasonAccessLevelInvalid,
 				fmt.Sprintf("Gardener issues admin and viewer kubeconfigs only, not %q", g)), "", wait(0)
 		}

@@ -120,7 +120,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error {
 	s := o.Session
 	level := gardener.Viewer
-	if s.Spec.AccessLevel.Group == "admin" {
+	if s.Spec.AccessLevel.Group == v1alpha1.AccessLevelAdmin {
 		level = gardener.Admin
 	}
 	remaining := s.Spec.TTL.Duration

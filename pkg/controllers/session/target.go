@@ -28,13 +28,13 @@ import (
 func isClusterTarget(s *corev1.Secret) bool {
 	_, minted := s.Labels[credentials.LabelSessionName]
 	_, kept := s.Labels[v1alpha1.LabelManagedBy]
-	return s.Labels[credentials.LabelClusterTarget] == "true" && !minted && !kept
+	return s.Labels[v1alpha1.LabelClusterTarget] == "true" && !minted && !kept
 }
 
 // TargetSelector selects the Secrets marked as cluster targets: the only
 // ones the controller caches of those a session may name.
 func TargetSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{credentials.LabelClusterTarget: "true"})
+	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelClusterTarget: "true"})
 }
 
 // sessionsNaming returns the sessions whose cluster target is the given
@@ -106,7 +106,7 @@ func (c *Controller) unmarkedTarget(ctx context.Context, s *v1alpha1.Session, re
 	switch {
 	case apierrors.IsNotFound(err):
 		return &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: fmt.Sprintf(
-			"kubeconfig Secret %s/%s not found; a cluster target is a Secret there labelled %s=true", c.opts.Namespace, ref, credentials.LabelClusterTarget)}
+			"kubeconfig Secret %s/%s not found; a cluster target is a Secret there labelled %s=true", c.opts.Namespace, ref, v1alpha1.LabelClusterTarget)}
 	case err != nil:
 		return targetProblem(err)
 	}
@@ -122,7 +122,7 @@ func isUnmarked(reason string) bool {
 func notMarked(namespace, ref string) *TargetProblem {
 	return &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotMarked, Message: fmt.Sprintf(
 		"Secret %s/%s is not a cluster target: only a Secret labelled %s=true that holds no credentials the server wrote is one",
-		namespace, ref, credentials.LabelClusterTarget)}
+		namespace, ref, v1alpha1.LabelClusterTarget)}
 }
 
 func targetProblem(err error) *TargetProblem {

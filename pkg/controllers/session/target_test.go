@@ -32,15 +32,15 @@ func TestIsClusterTarget(t *testing.T) {
 		labels map[string]string
 		want   bool
 	}{
-		{name: "marked", labels: map[string]string{credentials.LabelClusterTarget: "true"}, want: true},
+		{name: "marked", labels: map[string]string{v1alpha1.LabelClusterTarget: "true"}, want: true},
 		{name: "unmarked"},
-		{name: "marked with another value", labels: map[string]string{credentials.LabelClusterTarget: "yes"}},
+		{name: "marked with another value", labels: map[string]string{v1alpha1.LabelClusterTarget: "yes"}},
 		{name: "a session's credentials, marked by someone",
-			labels: map[string]string{credentials.LabelClusterTarget: "true", credentials.LabelSessionName: "other", credentials.LabelSessionNamespace: "sre"}},
+			labels: map[string]string{v1alpha1.LabelClusterTarget: "true", credentials.LabelSessionName: "other", credentials.LabelSessionNamespace: "sre"}},
 		{name: "a kept Gardener kubeconfig, marked by someone",
-			labels: map[string]string{credentials.LabelClusterTarget: "true", v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate}},
+			labels: map[string]string{v1alpha1.LabelClusterTarget: "true", v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate}},
 		{name: "Kyma's kubeconfig, marked by someone",
-			labels: map[string]string{credentials.LabelClusterTarget: "true", v1alpha1.LabelManagedBy: v1alpha1.ManagedByKyma}},
+			labels: map[string]string{v1alpha1.LabelClusterTarget: "true", v1alpha1.LabelManagedBy: v1alpha1.ManagedByKyma}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,7 +56,7 @@ func TestIsClusterTarget(t *testing.T) {
 // only a session that does not yet say why its target is missing asks the
 // core cluster, once, which it is.
 func TestReachTarget(t *testing.T) {
-	marked := map[string]string{credentials.LabelClusterTarget: "true"}
+	marked := map[string]string{v1alpha1.LabelClusterTarget: "true"}
 	ca, _, err := certutil.GenerateSelfSignedCertKey("127.0.0.1", []net.IP{net.ParseIP("127.0.0.1")}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestReachTarget(t *testing.T) {
 	}{
 		{name: "marked: reached from the cache", session: session(clusterTarget), cached: secret(marked)},
 		{name: "marked but the server's own credentials: refused from the cache", session: session(clusterTarget),
-			cached:     secret(map[string]string{credentials.LabelClusterTarget: "true", credentials.LabelSessionName: "other"}),
+			cached:     secret(map[string]string{v1alpha1.LabelClusterTarget: "true", credentials.LabelSessionName: "other"}),
 			wantReason: v1alpha1.SessionReasonTargetNotMarked},
 		{name: "missing: asked once", session: session(clusterTarget),
 			wantReason: v1alpha1.SessionReasonTargetNotFound, wantAsked: []string{"get secrets"}},
@@ -125,7 +125,7 @@ func TestReachTarget(t *testing.T) {
 			case tt.wantReason != "" && (problem == nil || problem.Reason != tt.wantReason):
 				t.Errorf("problem = %+v, want reason %s", problem, tt.wantReason)
 			}
-			if problem != nil && isUnmarked(problem.Reason) && problem.Message != "said before" && !strings.Contains(problem.Message, credentials.LabelClusterTarget+"=true") {
+			if problem != nil && isUnmarked(problem.Reason) && problem.Message != "said before" && !strings.Contains(problem.Message, v1alpha1.LabelClusterTarget+"=true") {
 				t.Errorf("the message does not name the mark: %s", problem.Message)
 			}
 			var asked []string

@@ -5,7 +5,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"path"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -72,7 +71,7 @@ func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	if st.finalize {
 		finalizers.Add(s, v1alpha1.SessionFinalizer)
 	}
-	s.Status = clustergate.SessionStatus{Endpoint: ProxyEndpoint(s.Namespace, s.Name)}
+	s.Status = clustergate.SessionStatus{Endpoint: v1alpha1.ProxyEndpoint(s.Namespace, s.Name)}
 	if st.policy.NeedsApproval(s.Spec.AccessLevel.Group) {
 		s.Status.Approvals = []clustergate.SessionApproval{{
 			Type: clustergate.ApprovalOpen, RequestedBy: requester(ctx), RequestedAt: s.CreationTimestamp,
@@ -147,11 +146,6 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 // ValidateUpdate validates the new status.
 func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidateSessionStatusUpdate(obj.(*clustergate.Session), old.(*clustergate.Session))
-}
-
-// ProxyEndpoint is the API path of a session's proxy subresource.
-func ProxyEndpoint(namespace, name string) string {
-	return path.Join("/apis", v1alpha1.SchemeGroupVersion.String(), "namespaces", namespace, "sessions", name, "proxy")
 }
 
 // GetAttrs returns the labels and fields a Session can be selected by.

@@ -107,3 +107,52 @@ const DataPlanePathPrefix = "/sessions/"
 func DataPlaneSessionPath(namespace, name string) string {
 	return DataPlanePathPrefix + namespace + "/" + name
 }
+
+// ProxyEndpoint is the API path of a session's proxy subresource, as
+// status.endpoint shows it; the path on the target follows it.
+func ProxyEndpoint(namespace, name string) string {
+	return "/apis/" + GroupName + "/" + SchemeGroupVersion.Version + "/namespaces/" + namespace + "/sessions/" + name + "/proxy"
+}
+
+// The custom verbs on sessions that RBAC rules grant beside the standard ones.
+const (
+	// VerbAssign allows naming another owner than oneself.
+	VerbAssign = "assign"
+	// VerbAssignGroups allows giving an assigned owner groups the assigner
+	// is not in, or system: groups. Without it an assigner vouches only for
+	// groups of their own: RBAC grants targets to groups.
+	VerbAssignGroups = "assign-groups"
+	// VerbRevoke allows changing or deleting a session someone else owns.
+	VerbRevoke = "revoke"
+	// VerbApprove allows approving or denying sessions through
+	// sessions/approval.
+	VerbApprove = "approve"
+	// VerbExtend allows moving a session's expiry later through
+	// sessions/extension.
+	VerbExtend = "extend"
+)
+
+// The virtual resources of clustergate.dev that name targets in
+// authorization: listed in discovery, never served. A session's access
+// level is a verb on them (AccessLevelAdmin, AccessLevelViewer or another
+// of --session-access-groups), in the session's namespace.
+const (
+	// ResourceShoots are Gardener Shoots of the server's project, by name.
+	ResourceShoots = "shoots"
+	// ResourceClusters are cluster targets, by the name of their kubeconfig
+	// Secret.
+	ResourceClusters = "clusters"
+)
+
+// The access levels the server mints credentials for: Gardener's admin and
+// viewer kubeconfigs of a shoot, and the certificate's group on a cluster.
+const (
+	AccessLevelAdmin  = "admin"
+	AccessLevelViewer = "viewer"
+)
+
+// LabelClusterTarget, set to "true", marks a Secret in the server's
+// namespace as the kubeconfig of a cluster target. The server uses no other
+// Secret as a target, and never writes this label itself: the Secrets it
+// writes hold credentials it minted, which must never lead to a target.
+const LabelClusterTarget = "clustergate.dev/cluster-target"

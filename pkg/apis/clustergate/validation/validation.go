@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // SessionPolicy holds the server's limits that every Session must respect.
@@ -54,7 +55,7 @@ func DefaultSessionPolicy() SessionPolicy {
 		MinTTL:          10 * time.Minute,
 		MaxTTL:          24 * time.Hour,
 		MaxLifetime:     24 * time.Hour,
-		AccessGroups:    sets.New("admin", "viewer"),
+		AccessGroups:    sets.New(v1alpha1.AccessLevelAdmin, v1alpha1.AccessLevelViewer),
 		ApprovalGroups:  sets.New[string](),
 		ApprovalTimeout: time.Hour,
 	}

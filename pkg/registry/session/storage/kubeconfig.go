@@ -15,7 +15,6 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/registry/session"
 )
 
 // KubeconfigConfig says what the kubeconfigs of sessions point at.
@@ -106,7 +105,7 @@ func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
 	name := fmt.Sprintf("session-%s-%s", s.Namespace, s.Name)
 	kc := clientcmdapi.NewConfig()
 	cluster := &clientcmdapi.Cluster{
-		Server:                   strings.TrimSuffix(cfg.ExternalURL, "/") + session.ProxyEndpoint(s.Namespace, s.Name),
+		Server:                   strings.TrimSuffix(cfg.ExternalURL, "/") + v1alpha1.ProxyEndpoint(s.Namespace, s.Name),
 		CertificateAuthorityData: cfg.CAData,
 	}
 	dataPlane := cfg.dataPlane(s)
