@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kubectl-session is the kubectl plugin of clustergate's Sessions:
 // `kubectl session open|list|approve|deny|extend|revoke`. Install it by
 // putting it on the PATH, for example with

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command local-up runs the local control plane of `make run` in the
 // foreground until Ctrl-C or SIGTERM, then stops everything it started.
 package main

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command local-user writes a garden kubeconfig for a user of the running
 // local control plane, with a client certificate from its client CA, and
 // prints its path.

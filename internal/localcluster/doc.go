@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package localcluster is a local control plane for development, tests and
 // benchmarks: real components, all on 127.0.0.1, with clustergate registered
 // the way it is in a real cluster. `make run` (hack/local-up),

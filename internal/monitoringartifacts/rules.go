@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package monitoringartifacts reads what artifacts/monitoring ships, for the
 // local control plane's Prometheus and for the tests: the PrometheusRule,
 // whose groups it writes as a Prometheus rules file, as the Prometheus

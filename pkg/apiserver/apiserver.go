@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package apiserver assembles the clustergate aggregated API server from its
 // configuration: Config → CompletedConfig → New.
 package apiserver

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package controllers runs clustergate's controllers: those that write run
 // only on the replica holding a Lease in the core cluster.
 package controllers

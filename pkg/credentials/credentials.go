@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package credentials holds the credentials the server mints for sessions:
 // how they are made (keys, CSRs, kubeconfigs), where they are kept (a Secret
 // per session in the server's namespace) and how the proxy reaches a

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dataplane serves sessions directly, beside the aggregated
 // sessions/proxy subresource: on a listener of its own, at
 // /sessions/<namespace>/<name>/<path on the target>, to callers who prove

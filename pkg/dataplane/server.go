@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package dataplane
 
 import (

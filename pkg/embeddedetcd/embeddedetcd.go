@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package embeddedetcd runs a single-member etcd inside the server process:
 // the storage of a server started without --etcd-servers.
 package embeddedetcd

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gardener is a thin client for one Gardener project: it asks
 // Gardener for short-lived admin or viewer kubeconfigs of the project's
 // Shoots through the shoots/adminkubeconfig and shoots/viewerkubeconfig

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package intern makes the strings that repeat across objects share one
 // copy in memory. Decoding gives every object its own copy of every string:
 // at 10,000 Sessions the watch cache and the caches of the controllers held

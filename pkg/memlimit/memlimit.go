@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package memlimit sets how much memory the Go runtime lets the server's
 // heap take: a soft limit derived from the container's, so that the garbage
 // collector works harder as the server nears the limit instead of letting

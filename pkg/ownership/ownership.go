@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ownership decides whether a user is the owner of a session. The
 // proxy, the owner-only changes and deletes, and nothing else depend on it,
 // so they cannot disagree about who the owner is.

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package proxy streams a session owner's requests to the session's target
 // and ends them when the session ends. Every server replica keeps its own
 // Registry of open connections with a timer at each session's expiry, so no

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sessioncli is the kubectl-session plugin: it opens, lists,
 // approves, denies, extends and revokes clustergate Sessions with the
 // caller's kubeconfig and kubectl's global flags (-n, --kubeconfig,

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e tests clustergate as users meet it: registered with a real
 // kube-apiserver through an APIService, next to a real gardener-apiserver and
 // a shoot kube-apiserver, driven with kubectl. All tests share one control

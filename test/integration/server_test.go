@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package integration runs the whole clustergate-apiserver in the test
 // process, on an embedded etcd, and drives it through the generated clientset.
 package integration

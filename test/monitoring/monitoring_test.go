@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package monitoring checks artifacts/monitoring with the pinned promtool
 // and kubectl's kustomize: the rules pass promtool's checks and their unit
 // tests, every alert is unit-tested and has a runbook, the component builds

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package openapicheck checks an OpenAPI v2 document as served at
 // /openapi/v2: that every reference resolves and that model names are
 // declared ones, not Go import paths.

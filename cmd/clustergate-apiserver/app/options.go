@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package app holds the clustergate-apiserver command: its flags, their
 // checks, and the run of the server they configure.
 package app

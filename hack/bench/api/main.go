@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command api measures clustergate's API at scale on the local control plane
 // against the same objects served as a CustomResourceDefinition by the same
 // kube-apiserver, taking turns in one run: LIST as JSON, as a Table and for a

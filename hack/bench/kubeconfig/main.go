@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kubeconfig benchmarks the GardenerClusterKubeconfig controller on
 // the local control plane (real gardener-apiserver, garden kube-apiserver and
 // etcd): it creates many objects with a short kubeconfig validity, then

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command proxy benchmarks the ways into a session on the local control
 // plane. Every measurement is taken in the same run four ways: through the
 // whole aggregated path (client → kube-apiserver → clustergate → target

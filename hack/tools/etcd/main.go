@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command etcd is the etcd server, built from go.etcd.io/etcd/server/v3 at the
 // version pinned in go.mod, for the local control plane and the e2e tests.
 package main

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package istioauthz proves that clustergate's Istio layout guards the data
 // plane without touching the server's own ports: its test builds the Envoy
 // RBAC filters istiod builds from the shipped component

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command node stands in for a kubelet on the local control plane: it
 // serves only what a kube-apiserver asks of a kubelet for exec and
 // port-forward, over verified TLS, so that streams through sessions/proxy

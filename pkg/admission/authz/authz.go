@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package authz asks the authorizer on behalf of clustergate's admission
 // plugins and turns a refusal into a Forbidden error that says what is
 // missing.

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package quotaconfig hands the generic ResourceQuota admission plugin the
 // quota configuration of clustergate's resources, which kube-apiserver's
 // own initializer gives its plugin and an aggregated server must give

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package sessionowner holds the SessionOwner admission plugin: it stamps the
 // owner of a new Session from the requesting user, lets only users with the
 // verb "assign" on sessions name someone else (and only those with the verb

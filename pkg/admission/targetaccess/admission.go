@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package targetaccess holds the TargetAccess admission plugin: who may reach
 // which target. A Session may reach its target at its access level only if
 // its owner may, and, when someone else opens or extends it for the owner,

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package controllertest holds what the controllers' unit tests share: a
 // Gardener that answers as told, and the writes a pass made to fake clients.
 package controllertest

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package controllerutil holds what clustergate's controllers share when
 // they write: conditions for server-side apply, NotFound as success, and the
 // encoding of their core clients.

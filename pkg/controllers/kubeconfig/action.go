@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubeconfig holds the controller that keeps the kubeconfig of every
 // GardenerClusterKubeconfig in its Secret: created from Gardener, rotated
 // before it expires or on demand, repaired when damaged and removed on

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package session holds the controller that gives each Session its
 // credentials and its Istio AuthorizationPolicy, renews credentials that
 // would expire before the session, keeps its conditions, and ends it at

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package finalizers adds a controller's finalizer to objects at create, so
 // that the controller's first pass need not write it.
 package finalizers

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gardenerclusterkubeconfig holds the registry strategies of
 // GardenerClusterKubeconfigs: what the server does to one on create, update
 // and status update.

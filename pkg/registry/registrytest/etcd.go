@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package registrytest runs registry storage against a real etcd, embedded in
 // the test process, for storage tests.
 package registrytest

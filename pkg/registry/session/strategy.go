@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package session holds the registry strategies of Sessions: what the server
 // does to a Session on create, update and status update.
 package session

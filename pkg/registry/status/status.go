@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package status serves the status subresource of any resource stored in a
 // generic registry Store.
 package status

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package table turns objects of one kind into the server-side tables that
 // kubectl get prints.
 package table

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package target holds the virtual resources shoots and clusters of
 // clustergate.dev. They exist for authorization only: RBAC rules on them say
 // who may open sessions to which target at which access level (see

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fuzzer fills clustergate objects with random values that survive a
 // round trip through every version: fields that are defaulted on decoding
 // are never left empty.

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package install registers the clustergate.dev API group, internal and
 // versioned, in a scheme.
 package install

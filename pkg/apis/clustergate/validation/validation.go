@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package validation checks clustergate objects on create and update and
 // returns every problem as a field error with its path.
 package validation

@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package storage holds the REST storage of Sessions and their status on etcd.
 package storage
 

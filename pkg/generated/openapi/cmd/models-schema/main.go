@@ -1,3 +1,6 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command models-schema prints the OpenAPI v2 schema of the generated
 // definitions. hack/update-codegen.sh feeds it to applyconfiguration-gen so
 // that apply configurations know the structure of every type.
