@@ -21,10 +21,11 @@ build:
 codegen:
 	hack/update-codegen.sh
 
-## verify: generated code up to date, license headers, gofmt clean, go vet clean
+## verify: generated code up to date, license headers, layering, gofmt clean, go vet clean
 verify:
 	hack/verify-codegen.sh
 	hack/verify-license.sh
+	$(GO) run ./hack/verify-imports
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(TAGS) ./...
 
