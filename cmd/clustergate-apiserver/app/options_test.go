@@ -93,22 +93,7 @@ func completedConfig(t *testing.T, dir string, flags ...string) *apiserver.Confi
 // checked together before the server starts.
 func TestValidateDataPlane(t *testing.T) {
 	dir := t.TempDir()
-	config := func(prefix string) string {
-		file := filepath.Join(dir, "authn-"+prefix+".yaml")
-		content := `apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer:
-    url: https://login.example.com
-    audiences: [clustergate]
-  claimMappings:
-    username: {claim: email, prefix: "` + prefix + `"}
-`
-		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return file
-	}
+	config := func(prefix string) string { return authenticationConfig(t, dir, prefix) }
 	tests := []struct {
 		name  string
 		flags []string
@@ -155,21 +140,30 @@ jwt:
 // TestPolicyIssuers: the sessions' policies match the issuer and claim the
 // data plane maps owners from.
 func TestPolicyIssuers(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "authn.yaml")
-	if err := os.WriteFile(file, []byte(`apiVersion: apiserver.config.k8s.io/v1
+	file := authenticationConfig(t, t.TempDir(), "dataplane:")
+	cfg := completedConfig(t, t.TempDir(), "--istio-namespace=clustergate-data-plane", "--data-plane-authentication-config="+file)
+	want := []session.PolicyIssuer{{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"}}
+	if diff := cmp.Diff(want, cfg.ExtraConfig.Controllers.Session.Policy.Issuers); diff != "" {
+		t.Errorf("policy issuers (-want +got):\n%s", diff)
+	}
+}
+
+// authenticationConfig writes, in dir, a data-plane AuthenticationConfiguration
+// of one issuer that maps the e-mail claim with prefix to user names.
+func authenticationConfig(t *testing.T, dir, prefix string) string {
+	t.Helper()
+	file := filepath.Join(dir, "authn-"+prefix+".yaml")
+	content := `apiVersion: apiserver.config.k8s.io/v1
 kind: AuthenticationConfiguration
 jwt:
 - issuer:
     url: https://login.example.com
     audiences: [clustergate]
   claimMappings:
-    username: {claim: email, prefix: "dataplane:"}
-`), 0o600); err != nil {
+    username: {claim: email, prefix: "` + prefix + `"}
+`
+	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := completedConfig(t, t.TempDir(), "--istio-namespace=clustergate-data-plane", "--data-plane-authentication-config="+file)
-	want := []session.PolicyIssuer{{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"}}
-	if diff := cmp.Diff(want, cfg.ExtraConfig.Controllers.Session.Policy.Issuers); diff != "" {
-		t.Errorf("policy issuers (-want +got):\n%s", diff)
-	}
+	return file
 }
