@@ -9,9 +9,6 @@ package credentials
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -22,20 +19,15 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 )
 
-// NewPrivateKey returns a new private key in PEM. It never leaves the
-// server: only its CSR goes to the target.
+// NewPrivateKey returns a new private key in PEM: ECDSA P-256, in an "EC
+// PRIVATE KEY" block. It never leaves the server: only its CSR goes to the
+// target.
 func NewPrivateKey() ([]byte, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	der, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+	return keyutil.MakeEllipticPrivateKeyPEM()
 }
 
 // CertificateRequest returns the PEM CSR of a client certificate for user
@@ -45,13 +37,7 @@ func CertificateRequest(keyPEM []byte, cn, group string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: cn, Organization: []string{group}},
-	}, key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), nil
+	return certutil.MakeCSR(key, &pkix.Name{CommonName: cn, Organization: []string{group}}, nil, nil)
 }
 
 // ClientKubeconfig builds the kubeconfig the server uses for a session on a
@@ -92,22 +78,29 @@ func TargetCluster(kubeconfig []byte) (server string, caPEM []byte, err error) {
 	return cluster.Server, cluster.CertificateAuthorityData, nil
 }
 
-// ParseCertificate parses a PEM certificate.
+// ParseCertificate parses a PEM certificate, the first of a chain: the one
+// issued, ahead of the signer's.
 func ParseCertificate(certPEM []byte) (*x509.Certificate, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
-		return nil, errors.New("the issued certificate is not PEM")
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the issued certificate: %w", err)
 	}
-	return x509.ParseCertificate(block.Bytes)
+	return certs[0], nil
 }
 
-// ParsePrivateKey parses a PEM key made by NewPrivateKey.
+// ParsePrivateKey parses a PEM key made by NewPrivateKey, or an RSA or
+// PKCS #8 one.
 func ParsePrivateKey(keyPEM []byte) (crypto.Signer, error) {
-	block, _ := pem.Decode(keyPEM)
-	if block == nil {
-		return nil, errors.New("the session's private key is not PEM")
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("reading the session's private key: %w", err)
 	}
-	return x509.ParseECPrivateKey(block.Bytes)
+	// A PKCS #8 block may hold a key that only agrees keys (X25519).
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("the session's private key, a %T, cannot sign", key)
+	}
+	return signer, nil
 }
 
 // Validity is when the client certificate of a kubeconfig's current user
@@ -133,8 +126,9 @@ func Validity(kubeconfig []byte) (notBefore, notAfter time.Time) {
 // PEM private key's public key: a CSR made for an earlier key (the one of
 // the certificate being renewed, or of a Secret since replaced) does not.
 func RequestMatchesKey(requestPEM, keyPEM []byte) bool {
+	// client-go makes CSRs (certutil.MakeCSR) but exports no parser of one.
 	block, _ := pem.Decode(requestPEM)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+	if block == nil || block.Type != certutil.CertificateRequestBlockType {
 		return false
 	}
 	request, err := x509.ParseCertificateRequest(block.Bytes)

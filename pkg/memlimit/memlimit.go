@@ -6,16 +6,22 @@
 // collector works harder as the server nears the limit instead of letting
 // the heap double into an OOM kill (a LIST of 10,000 objects allocates
 // several times its answer), and a collection target below Go's default.
+// Reading the container's limit (cgroup v1 or v2, the lowest limit up the
+// process's hierarchy) and following it is automemlimit's.
 package memlimit
 
 import (
+	"context"
 	"errors"
-	"io/fs"
+	"log/slog"
+	"math"
 	"os"
-	"path/filepath"
 	"runtime/debug"
-	"strconv"
-	"strings"
+	"time"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 )
 
 // Ratio is the share of the container's memory limit the Go runtime may use
@@ -24,58 +30,61 @@ import (
 // when embedded).
 const Ratio = 0.9
 
-// unlimited is above any real limit: cgroup v1 reports "no limit" as a
-// page-rounded 2^63-1.
-const unlimited = int64(1) << 60
+// refreshInterval is how often the container's limit is read again, so that
+// an in-place resize of the pod moves the soft limit within seconds: a
+// lowered limit that the heap still counts on is an OOM kill waiting for
+// the next burst. A read is a few small files of /proc and the cgroup.
+const refreshInterval = 15 * time.Second
 
-// cgroupLimit reads the memory limit of the cgroup mounted at root, v2 or
-// v1; zero means none.
-func cgroupLimit(root string) (int64, error) {
-	for _, file := range []string{"memory.max", "memory/memory.limit_in_bytes"} {
-		data, err := os.ReadFile(filepath.Join(root, file))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		value := strings.TrimSpace(string(data))
-		if value == "max" {
-			return 0, nil
-		}
-		limit, err := strconv.ParseInt(value, 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		if limit >= unlimited {
-			return 0, nil
-		}
-		return limit, nil
-	}
-	return 0, nil
-}
-
-// Limit is the soft memory limit for a container limit: ratio of it, the
-// rest left to what the runtime does not count (stacks of the OS, etcd's
-// mmap when embedded, fragmentation).
+// Limit is the soft memory limit for a container limit, as SetFromCgroup
+// sets it: ratio of it. Where no cgroup enforces the limit (the local
+// control plane, the benchmarks), callers pass it as GOMEMLIMIT.
 func Limit(containerLimit int64, ratio float64) int64 {
 	return int64(float64(containerLimit) * ratio)
 }
 
-// SetFromCgroup sets the runtime's soft memory limit to ratio of the
-// container's memory limit, unless GOMEMLIMIT is set or there is no limit.
-// It returns the limit set, or zero.
+// SetFromCgroup sets the runtime's soft memory limit to ratio of the memory
+// limit of the process's cgroup, and follows that limit from then on. It
+// leaves the limit alone when the environment sets it: GOMEMLIMIT, or
+// AUTOMEMLIMIT=off (AUTOMEMLIMIT=0.8 replaces ratio). It returns the limit
+// set, or zero when the environment sets it or the process has no limit.
+// After an error the limit is read again at the next refresh.
 func SetFromCgroup(ratio float64) (int64, error) {
-	if os.Getenv("GOMEMLIMIT") != "" {
-		return 0, nil
-	}
-	limit, err := cgroupLimit("/sys/fs/cgroup")
-	if err != nil || limit == 0 {
+	// Followed for as long as the process lives.
+	return set(context.Background(), memlimit.FromCgroup, ratio, refreshInterval)
+}
+
+// set is SetFromCgroup with the container's limit read from provider, and
+// again every refresh until ctx ends (never for a zero refresh).
+func set(ctx context.Context, provider memlimit.Provider, ratio float64, refresh time.Duration) (int64, error) {
+	before := debug.SetMemoryLimit(-1)
+	limit, err := memlimit.Set(
+		memlimit.WithProvider(unlimitedOutsideCgroups(provider)),
+		memlimit.WithRatio(ratio),
+		memlimit.WithRefreshInterval(ctx, refresh),
+		// Changes after an in-place resize and failed reads are logged
+		// with the server's own log.
+		memlimit.WithLogger(slog.New(logr.ToSlogHandler(klog.Background()))),
+	)
+	// Set answers the limit in force: the one it set, or the one it left
+	// because the environment sets it, or none (math.MaxInt64).
+	if err != nil || limit == before || limit == math.MaxInt64 {
 		return 0, err
 	}
-	soft := Limit(limit, ratio)
-	debug.SetMemoryLimit(soft)
-	return soft, nil
+	return limit, nil
+}
+
+// unlimitedOutsideCgroups makes a process outside any memory cgroup, or on
+// a system without cgroups (a developer's machine), one without a limit
+// rather than one whose limit cannot be read.
+func unlimitedOutsideCgroups(provider memlimit.Provider) memlimit.Provider {
+	return func() (uint64, error) {
+		limit, err := provider()
+		if errors.Is(err, memlimit.ErrNoCgroup) || errors.Is(err, memlimit.ErrCgroupsNotSupported) {
+			return 0, memlimit.ErrNoLimit
+		}
+		return limit, err
+	}
 }
 
 // GCPercent is the collection target the server runs with unless GOGC says

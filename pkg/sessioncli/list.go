@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/kubectl/pkg/cmd/get"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
@@ -23,16 +24,25 @@ const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 
 func newListCommand(g *globals) *cobra.Command {
 	var all bool
-	var output string
+	// kubectl get's output flags and printers: cli-runtime's json, yaml,
+	// kyaml, name, jsonpath and go-template, with kubectl's custom-columns
+	// and tables (-o wide, --no-headers, --show-labels, -L, --show-kind).
+	output := get.NewGetPrintFlags()
+	// kubectl get sorts the objects itself, not through its printers.
+	output.HumanReadableFlags.SortBy = nil
+	output.SetKind(v1alpha1.SchemeGroupVersion.WithKind("Session").GroupKind())
 	cmd := &cobra.Command{
-		Use:   "list [-A] [-o json|yaml|name|wide]",
+		Use:   "list [-A] [-o json|yaml|name|wide|jsonpath=...|go-template=...|custom-columns=...]",
 		Short: "List sessions, with their owner, target, expiry, approval and reason",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch output {
-			case "", "wide", "json", "yaml", "name":
-			default:
-				return fmt.Errorf("unknown output format %q: use json, yaml, name or wide", output)
+			if all {
+				_ = output.EnsureWithNamespace() // never fails
+			}
+			// An unknown format is refused before the server is asked.
+			printer, err := output.ToPrinter()
+			if err != nil {
+				return err
 			}
 			ns, err := g.namespace()
 			if err != nil {
@@ -41,53 +51,54 @@ func newListCommand(g *globals) *cobra.Command {
 			if all {
 				ns = metav1.NamespaceAll
 			}
-			if output == "" || output == "wide" {
-				return g.printTable(cmd.Context(), ns, printers.PrintOptions{Wide: output == "wide", WithNamespace: all})
+			if tableFormat(output) {
+				return g.printTable(cmd.Context(), ns, printer)
 			}
-			c, err := g.client()
-			if err != nil {
-				return err
-			}
-			list, err := c.ClustergateV1alpha1().Sessions(ns).List(cmd.Context(), metav1.ListOptions{})
-			if err != nil {
-				return err
-			}
-			return printList(list, output, g.streams.Out)
+			return g.printList(cmd.Context(), ns, printer)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the sessions of every namespace.")
-	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json, yaml, name or wide.")
+	output.AddFlags(cmd)
 	return cmd
 }
 
-// printList prints sessions as json, yaml or names.
-func printList(list *v1alpha1.SessionList, output string, out interface{ Write([]byte) (int, error) }) error {
-	list.SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("SessionList"))
-	for i := range list.Items {
-		list.Items[i].SetGroupVersionKind(v1alpha1.SchemeGroupVersion.WithKind("Session"))
-	}
-	switch output {
-	case "json":
-		return (&printers.JSONPrinter{}).PrintObj(list, out)
-	case "yaml":
-		return (&printers.YAMLPrinter{}).PrintObj(list, out)
-	}
-	for _, s := range list.Items {
-		if _, err := fmt.Fprintf(out, "session.%s/%s\n", v1alpha1.GroupName, s.Name); err != nil {
-			return err
-		}
-	}
-	return nil
+// tableFormat tells whether the output is one of kubectl's tables, printed
+// from the server's table rather than from the sessions: as kubectl get
+// decides, no -o nor --template, or -o wide.
+func tableFormat(output *get.PrintFlags) bool {
+	format, template := *output.OutputFormat, *output.TemplateFlags.TemplateArgument
+	return format == "" && template == "" || format == "wide"
 }
 
-// printTable prints the server's table of the sessions in ns.
-func (g *globals) printTable(ctx context.Context, ns string, opts printers.PrintOptions) error {
+// getSessions GETs the sessions of ns, or of every namespace for "", in the
+// representation accept asks for.
+func (g *globals) getSessions(ctx context.Context, ns, accept string) ([]byte, error) {
 	c, err := g.client()
+	if err != nil {
+		return nil, err
+	}
+	return c.ClustergateV1alpha1().RESTClient().Get().NamespaceIfScoped(ns, ns != "").Resource("sessions").
+		SetHeader("Accept", accept).DoRaw(ctx)
+}
+
+// printList prints the sessions in ns as kubectl get prints objects: as
+// they are in JSON, each item carrying its kind, which the name printer
+// needs.
+func (g *globals) printList(ctx context.Context, ns string, printer printers.ResourcePrinter) error {
+	raw, err := g.getSessions(ctx, ns, runtime.ContentTypeJSON)
 	if err != nil {
 		return err
 	}
-	raw, err := c.ClustergateV1alpha1().RESTClient().Get().NamespaceIfScoped(ns, ns != "").Resource("sessions").
-		SetHeader("Accept", tableAccept).DoRaw(ctx)
+	list, err := runtime.Decode(unstructured.UnstructuredJSONScheme, raw)
+	if err != nil {
+		return fmt.Errorf("reading the server's sessions: %w", err)
+	}
+	return printer.PrintObj(list, g.streams.Out)
+}
+
+// printTable prints the server's table of the sessions in ns.
+func (g *globals) printTable(ctx context.Context, ns string, printer printers.ResourcePrinter) error {
+	raw, err := g.getSessions(ctx, ns, tableAccept)
 	if err != nil {
 		return err
 	}
@@ -95,7 +106,7 @@ func (g *globals) printTable(ctx context.Context, ns string, opts printers.Print
 	if err := json.Unmarshal(raw, table); err != nil {
 		return fmt.Errorf("reading the server's table: %w", err)
 	}
-	// The printer finds each row's namespace in its object.
+	// The printer finds each row's namespace and labels in its object.
 	for i := range table.Rows {
 		if r := table.Rows[i].Object.Raw; len(r) > 0 {
 			u := &unstructured.Unstructured{}
@@ -108,5 +119,5 @@ func (g *globals) printTable(ctx context.Context, ns string, opts printers.Print
 		_, err := fmt.Fprintln(g.streams.ErrOut, "No sessions found.")
 		return err
 	}
-	return printers.NewTablePrinter(opts).PrintObj(table, g.streams.Out)
+	return printer.PrintObj(table, g.streams.Out)
 }
