@@ -2,7 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package apiserver assembles the clustergate aggregated API server from its
-// configuration: Config → CompletedConfig → New.
+// configuration: NewConfig → Config → CompletedConfig → New. The command
+// parses flags into the generic server's options (NewRecommendedOptions)
+// and an ExtraConfig; everything built from them is built here.
 package apiserver
 
 import (
@@ -51,7 +53,10 @@ func init() {
 }
 
 // ExtraConfig is the configuration of clustergate beyond the generic
-// server's: plain settings, from which New builds the server's parts.
+// server's: plain settings, as the command's flags give them, from which
+// New builds the server's parts. NewConfig fills in what they name in
+// files: Kubeconfig.CAData, Kubeconfig.DataPlaneCAData,
+// Kubeconfig.DataPlaneUserPrefixes and Controllers.Session.Policy.Issuers.
 type ExtraConfig struct {
 	// SessionPolicy bounds the Sessions users may create.
 	SessionPolicy validation.SessionPolicy
@@ -62,8 +67,12 @@ type ExtraConfig struct {
 	ProxyLimits proxy.Limits
 	// Kubeconfig shapes the kubeconfigs of sessions/kubeconfig.
 	Kubeconfig sessionstorage.KubeconfigConfig
+	// ExternalCAFile and DataPlaneCAFile hold the CA bundles that verify
+	// Kubeconfig.ExternalURL and Kubeconfig.DataPlaneURL.
+	ExternalCAFile, DataPlaneCAFile string
 	// DataPlane configures the data plane's listener; off without an
-	// address.
+	// address. Its AuthenticationConfiguration also says how its issuers
+	// name users.
 	DataPlane dataplane.Config
 	// Controllers configures the controllers; Controllers.Session.Namespace
 	// is the server's own namespace, which holds the sessions' credentials.

@@ -9,12 +9,29 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/kube-openapi/pkg/common"
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	generatedopenapi "github.com/clustergate/clustergate/pkg/generated/openapi"
 )
+
+// setOpenAPIConfigs publishes the OpenAPI v2 and v3 documents of the group
+// from the generated definitions, named after the scheme's types; the v3
+// one slimmed (slimOpenAPIV3).
+func setOpenAPIConfigs(c *genericapiserver.RecommendedConfig) {
+	namer := openapi.NewDefinitionNamer(Scheme)
+	c.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIConfig.Info.Title = "clustergate"
+	c.OpenAPIConfig.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	c.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
+	c.OpenAPIV3Config.Info.Title = "clustergate"
+	c.OpenAPIV3Config.Info.Version = v1alpha1.SchemeGroupVersion.Version
+	slimOpenAPIV3(c.OpenAPIV3Config)
+}
 
 // deprecatedWatchPrefix is where the generic server serves the deprecated
 // watch paths (/apis/<group>/<version>/watch/...). They stay served, but
@@ -23,7 +40,7 @@ import (
 // published them either.
 var deprecatedWatchPrefix = "/apis/" + v1alpha1.SchemeGroupVersion.String() + "/watch/"
 
-// SlimOpenAPIV3 makes the published OpenAPI v3 document of the group version
+// slimOpenAPIV3 makes the published OpenAPI v3 document of the group version
 // small, because kubectl reads it once per object it creates or applies:
 // cli-runtime's field validation check unmarshals the whole document for
 // every object (kubernetes/kubernetes#127095). Measured: 200 Sessions with
@@ -38,7 +55,7 @@ var deprecatedWatchPrefix = "/apis/" + v1alpha1.SchemeGroupVersion.String() + "/
 // fieldValidation among a PATCH operation's own parameters (it resolves
 // only Swagger 2 style #/parameters/ references), and falls back to slow
 // client-side validation when it does not find it.
-func SlimOpenAPIV3(config *common.OpenAPIV3Config) {
+func slimOpenAPIV3(config *common.OpenAPIV3Config) {
 	config.IgnorePrefixes = append(config.IgnorePrefixes, deprecatedWatchPrefix)
 	config.PostProcessSpec = shareParameters
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
@@ -66,18 +65,12 @@ func completedConfig(t *testing.T, dir string, flags ...string) *apiserver.Confi
 	t.Helper()
 	t.Setenv("POD_NAMESPACE", "")
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
-	o := NewOptions()
-	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	o.AddFlags(fs)
 	free, err := embeddedetcd.FreeLocalURL()
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"--data-dir=" + dir, "--bind-address=127.0.0.1", "--secure-port=" + free[strings.LastIndex(free, ":")+1:],
-		"--etcd-servers=http://127.0.0.1:1"}, flags...)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
+	o := parsedOptions(t, append([]string{"--data-dir=" + dir, "--bind-address=127.0.0.1", "--secure-port=" + free[strings.LastIndex(free, ":")+1:],
+		"--etcd-servers=http://127.0.0.1:1"}, flags...)...)
 	if err := o.Complete(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +80,21 @@ func completedConfig(t *testing.T, dir string, flags ...string) *apiserver.Confi
 	}
 	t.Cleanup(func() { cfg.GenericConfig.SecureServing.Listener.Close() })
 	return cfg
+}
+
+// parsedOptions returns the options with args parsed, in the sections the
+// command adds its flags from.
+func parsedOptions(t *testing.T, args ...string) *Options {
+	t.Helper()
+	o := NewOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	for _, section := range o.Flags().FlagSets {
+		fs.AddFlagSet(section)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 // TestValidateDataPlane: the data plane's and the Istio layer's flags are
@@ -120,13 +128,7 @@ func TestValidateDataPlane(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := NewOptions()
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(append([]string{"--etcd-servers=http://127.0.0.1:1"}, tt.flags...)); err != nil {
-				t.Fatal(err)
-			}
-			err := o.Validate()
+			err := parsedOptions(t, append([]string{"--etcd-servers=http://127.0.0.1:1"}, tt.flags...)...).Validate()
 			switch {
 			case tt.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -142,8 +144,15 @@ func TestValidateDataPlane(t *testing.T) {
 func TestPolicyIssuers(t *testing.T) {
 	file := authenticationConfig(t, t.TempDir(), "dataplane:")
 	cfg := completedConfig(t, t.TempDir(), "--istio-namespace=clustergate-data-plane", "--data-plane-authentication-config="+file)
-	want := []session.PolicyIssuer{{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"}}
-	if diff := cmp.Diff(want, cfg.ExtraConfig.Controllers.Session.Policy.Issuers); diff != "" {
+	// A type of the test's own with the fields of the controller's: the
+	// command's tests import none of the server's parts.
+	type issuer struct{ URL, UsernameClaim, UsernamePrefix string }
+	var got []issuer
+	for _, i := range cfg.ExtraConfig.Controllers.Session.Policy.Issuers {
+		got = append(got, issuer(i))
+	}
+	want := []issuer{{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"}}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("policy issuers (-want +got):\n%s", diff)
 	}
 }

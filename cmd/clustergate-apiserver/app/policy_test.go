@@ -11,14 +11,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	istiosecurityv1 "istio.io/client-go/pkg/apis/security/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/apiserver"
+	"github.com/clustergate/clustergate/pkg/apiserver/apiservertest"
 )
 
 // goldenPolicies holds the policies the server writes for the sessions of
@@ -36,9 +36,9 @@ var policySessions = []struct{ namespace, name, uid, owner string }{
 	{"sre", "garden-only", "33333333-3333-3333-3333-333333333333", "alice@example.com"},
 }
 
-// shippedPolicyConfig is what the server makes of the Istio flags and the
+// shippedConfig is what the server makes of the Istio flags and the
 // AuthenticationConfiguration of artifacts/components/data-plane.
-func shippedPolicyConfig(t *testing.T) session.PolicyConfig {
+func shippedConfig(t *testing.T) *apiserver.Config {
 	t.Helper()
 	data, err := os.ReadFile("../../../artifacts/components/data-plane/authentication.yaml")
 	if err != nil {
@@ -62,23 +62,18 @@ func shippedPolicyConfig(t *testing.T) session.PolicyConfig {
 			flags = append(flags, "--istio-"+flag)
 		}
 	}
-	return completedConfig(t, t.TempDir(), flags...).ExtraConfig.Controllers.Session.Policy
+	return completedConfig(t, t.TempDir(), flags...)
 }
 
 // TestDesiredPolicyGolden: the policies of the shipped layout are the ones
 // the Istio proof evaluates.
 func TestDesiredPolicyGolden(t *testing.T) {
-	cfg := shippedPolicyConfig(t)
+	cfg := shippedConfig(t)
 	var out bytes.Buffer
 	for _, ps := range policySessions {
 		s := &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: ps.namespace, Name: ps.name, UID: types.UID(ps.uid)}}
 		s.Spec.Owner.Username = ps.owner
-		policy := &istiosecurityv1.AuthorizationPolicy{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "security.istio.io/v1", Kind: "AuthorizationPolicy"},
-			ObjectMeta: metav1.ObjectMeta{Name: session.PolicyName(s), Namespace: cfg.Namespace},
-		}
-		session.DesiredPolicy(s, cfg).DeepCopyInto(&policy.Spec)
-		data, err := yaml.Marshal(policy)
+		data, err := yaml.Marshal(apiservertest.AuthorizationPolicy(cfg, s))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/cli/globalflag"
+	"k8s.io/component-base/term"
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
@@ -36,7 +39,15 @@ Without --etcd-servers it keeps its data in an embedded etcd under --data-dir.`,
 		},
 	}
 	cmd.SetContext(ctx)
-	o.AddFlags(cmd.Flags())
+	fss := o.Flags()
+	// Flags that libraries register globally (klog's) and --help, in a
+	// section of their own, as kube-apiserver prints them.
+	globalflag.AddGlobalFlags(fss.FlagSet("global"), cmd.Name())
+	for _, name := range fss.Order {
+		cmd.Flags().AddFlagSet(fss.FlagSets[name])
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 	return cmd
 }
 

@@ -1,0 +1,172 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/dataplane"
+	"github.com/clustergate/clustergate/pkg/intern"
+)
+
+// etcdPathPrefix is where the server keeps its objects in etcd.
+const etcdPathPrefix = "/registry/clustergate.dev"
+
+// NewRecommendedOptions returns the generic server's options as clustergate
+// defaults them, with its admission plugins registered and ordered.
+func NewRecommendedOptions() *genericoptions.RecommendedOptions {
+	o := genericoptions.NewRecommendedOptions(etcdPathPrefix, Codecs.LegacyCodec(v1alpha1.SchemeGroupVersion))
+	// Objects are kept in etcd as protobuf, as kube-apiserver keeps its own:
+	// smaller, and cheaper to decode for the watch cache. JSON written by
+	// earlier versions stays readable.
+	o.Etcd.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	// The kube-apiserver in front of an aggregated server already applies
+	// priority and fairness to every request it forwards.
+	o.Features.EnablePriorityAndFairness = false
+	// The watch cache keeps a copy-on-write snapshot of its tree at every
+	// write, for LISTs at an older resourceVersion, until newer events push
+	// the write out of its window, which an idle server never does: after
+	// 2,000 Sessions and 2,000 GardenerClusterKubeconfigs and their status
+	// writes, the copies were 17 % of the heap. Such LISTs (a continue
+	// token, an exact resourceVersion) are rare here and are served from
+	// etcd instead. --feature-gates=ListFromCacheSnapshot=true restores them.
+	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(apiserverfeatures.ListFromCacheSnapshot): false}))
+	setUpAdmission(o)
+	return o
+}
+
+// NewConfig builds the server's configuration from the generic server's
+// options, completed and validated, and clustergate's own settings. It
+// gives opts the storage codec before applying them, and reads the files
+// that extra names (see ExtraConfig).
+func NewConfig(opts *genericoptions.RecommendedOptions, extra ExtraConfig) (*Config, error) {
+	serverConfig := genericapiserver.NewRecommendedConfig(Codecs)
+	setOpenAPIConfigs(serverConfig)
+	serverConfig.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	serverConfig.FeatureGate = utilfeature.DefaultFeatureGate
+	if err := setStorageCodec(opts.Etcd); err != nil {
+		return nil, err
+	}
+	if err := opts.ApplyTo(serverConfig); err != nil {
+		return nil, err
+	}
+	// As kube-apiserver does: compressing what the server sends itself (the
+	// controllers' watches and writes) costs a flate writer per watch and
+	// processor time on both ends for nothing.
+	serverConfig.LoopbackClientConfig.DisableCompression = true
+	addFrontProxyReadyzCheck(serverConfig)
+	serverConfig.LongRunningFunc = LongRunning
+	if err := extra.readFiles(); err != nil {
+		return nil, err
+	}
+	if extra.Standalone {
+		serverConfig.AdmissionControl = standaloneAdmission(serverConfig.Authorization.Authorizer)
+	}
+	return &Config{GenericConfig: serverConfig, ExtraConfig: extra}, nil
+}
+
+// setStorageCodec makes the objects stored with etcd's --storage-media-type.
+// The generic options keep objects in the codec given to
+// NewRecommendedOptions, JSON; --storage-media-type is honoured only by
+// kube-apiserver's own storage factory. Objects were stored as JSON until
+// this codec was set (found in the heap profile at 10,000 objects: the
+// watch cache's consistency check decoded JSON).
+func setStorageCodec(etcd *genericoptions.EtcdOptions) error {
+	codec, versioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
+		StorageMediaType:  etcd.DefaultStorageMediaType,
+		StorageSerializer: Codecs,
+		StorageVersion:    v1alpha1.SchemeGroupVersion,
+		MemoryVersion:     schema.GroupVersion{Group: v1alpha1.GroupName, Version: runtime.APIVersionInternal},
+		Config:            etcd.StorageConfig,
+	})
+	if err != nil {
+		return fmt.Errorf("--storage-media-type: %w", err)
+	}
+	// Every object the watch cache holds is decoded by this codec: interned,
+	// the strings that repeat across objects are kept once.
+	etcd.StorageConfig.Codec, etcd.StorageConfig.EncodeVersioner = intern.Codec{Codec: codec}, versioner
+	return nil
+}
+
+// addFrontProxyReadyzCheck keeps the server not ready until it knows the
+// front proxy's CA. The CA comes from a ConfigMap informer that syncs only
+// after the server listens; until then every request of the aggregator
+// would be anonymous and refused.
+func addFrontProxyReadyzCheck(c *genericapiserver.RecommendedConfig) {
+	rh := c.Authentication.RequestHeaderConfig
+	if rh == nil {
+		return
+	}
+	c.AddReadyzChecks(healthz.NamedCheck("requestheader-client-ca", func(*http.Request) error {
+		if _, ok := rh.CAContentProvider.VerifyOptions(); !ok {
+			return errors.New("the front proxy's client CA is not loaded yet")
+		}
+		return nil
+	}))
+}
+
+// ValidateDataPlaneAuthentication reads the data plane's
+// AuthenticationConfiguration as the data plane reads it when it starts,
+// so that one it would refuse fails before the server starts.
+func ValidateDataPlaneAuthentication(cfg dataplane.Config) error {
+	_, err := dataPlaneIssuers(cfg)
+	return err
+}
+
+// dataPlaneIssuers reads how the data plane's JWT issuers name users.
+func dataPlaneIssuers(cfg dataplane.Config) ([]dataplane.Issuer, error) {
+	authn, _, err := dataplane.ReadAuthenticationConfig(cfg.AuthenticationConfigFile, cfg.SharedGardenIdentities)
+	if err != nil {
+		return nil, err
+	}
+	return dataplane.Issuers(authn), nil
+}
+
+// readFiles fills in what the settings hold in files: the CA bundles of
+// session kubeconfigs and, from the data plane's AuthenticationConfiguration,
+// how its issuers name users, which the Istio policies match and by which a
+// session's kubeconfig points at the data plane or at the aggregated proxy.
+func (c *ExtraConfig) readFiles() error {
+	c.Controllers.Session.Policy.Issuers, c.Kubeconfig.DataPlaneUserPrefixes = nil, nil
+	if c.DataPlane.AuthenticationConfigFile != "" {
+		issuers, err := dataPlaneIssuers(c.DataPlane)
+		if err != nil {
+			return fmt.Errorf("--data-plane-authentication-config: %w", err)
+		}
+		for _, issuer := range issuers {
+			c.Controllers.Session.Policy.Issuers = append(c.Controllers.Session.Policy.Issuers, session.PolicyIssuer(issuer))
+			c.Kubeconfig.DataPlaneUserPrefixes = append(c.Kubeconfig.DataPlaneUserPrefixes, issuer.UsernamePrefix)
+		}
+	}
+	for _, ca := range []struct {
+		flag, file string
+		data       *[]byte
+	}{{"--external-ca-file", c.ExternalCAFile, &c.Kubeconfig.CAData}, {"--data-plane-ca-file", c.DataPlaneCAFile, &c.Kubeconfig.DataPlaneCAData}} {
+		if ca.file == "" {
+			continue
+		}
+		data, err := os.ReadFile(ca.file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ca.flag, err)
+		}
+		*ca.data = data
+	}
+	return nil
+}
