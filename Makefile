@@ -21,13 +21,15 @@ build:
 codegen:
 	hack/update-codegen.sh
 
-## verify: generated code up to date, license headers, layering, gofmt clean, go vet clean
+## verify: generated code up to date, license headers, layering, gofmt clean, go vet clean, golangci-lint clean (.golangci.yml)
 verify:
 	hack/verify-codegen.sh
 	hack/verify-license.sh
 	$(GO) run ./hack/verify-imports
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(TAGS) ./...
+	hack/tools/build.sh lint
+	$(BIN)/golangci-lint run --build-tags=fieldsv1string ./...
 
 ## test: every test: unit, storage, integration, monitoring and end to end
 test: test-unit test-monitoring test-istio test-e2e

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the pinned test tools (etcd, kube-apiserver, kube-controller-manager,
 # gardener-apiserver, node, the stand-in kubelet, and prometheus with
-# promtool), each from its own Go module under hack/tools/<set>/.
+# promtool) and the linter `make verify` runs (lint: golangci-lint), each from
+# its own Go module under hack/tools/<set>/.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
 # (hack/tools/istio-authz is a test module, not a set: make test-istio.)
 # _output/bin/ holds links to the current builds.
 #
-# Usage: hack/tools/build.sh [SET...]   (default: all sets)
+# Usage: hack/tools/build.sh [SET...]   (default: the test tools, all sets but
+# lint, which `make verify` builds)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -61,6 +63,15 @@ build_set() {
         version="3.$(echo "${version#v0.3}" | sed 's/^0*\([0-9]\)/\1/')"
         (cd "${dir}" && go build -trimpath -tags remove_all_sd -ldflags "-s -w -X ${p}.Version=${version}" -o "${dest}/" \
           github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+        ;;
+      lint)
+        # Setting main.date makes `golangci-lint version` report the pinned
+        # module version rather than the lint module's "(devel)".
+        local version
+        version=$(module_version lint github.com/golangci/golangci-lint/v2)
+        (cd "${dir}" && go build -trimpath \
+          -ldflags "-s -w -X main.version=${version#v} -X main.commit=module -X main.date=1970-01-01T00:00:00Z" \
+          -o "${dest}/" github.com/golangci/golangci-lint/v2/cmd/golangci-lint)
         ;;
       *)
         echo "unknown tool set ${set}" >&2

@@ -66,14 +66,14 @@ type Kubeconfig struct {
 type Reason string
 
 const (
-	// ShootNotFound: the Shoot does not exist in the project.
+	// ShootNotFound means the Shoot does not exist in the project.
 	ShootNotFound Reason = "ShootNotFound"
-	// Forbidden: Gardener refused the server's identity.
+	// Forbidden means Gardener refused the server's identity.
 	Forbidden Reason = "Forbidden"
-	// ShootNotReady: Gardener cannot issue a kubeconfig for the Shoot yet,
+	// ShootNotReady means Gardener cannot issue a kubeconfig for the Shoot yet,
 	// for example because it advertises no API server address.
 	ShootNotReady Reason = "ShootNotReady"
-	// GardenerUnavailable: Gardener could not be reached or failed.
+	// GardenerUnavailable means Gardener could not be reached or failed.
 	GardenerUnavailable Reason = "GardenerUnavailable"
 )
 
@@ -170,7 +170,7 @@ func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, level Acce
 	}
 	kc := Kubeconfig{Data: answer.Status.Kubeconfig, ExpiresAt: answer.Status.ExpirationTimestamp.Time}
 	if len(kc.Data) == 0 {
-		return Kubeconfig{}, &Error{Reason: GardenerUnavailable, Err: errors.New("Gardener answered without a kubeconfig")}
+		return Kubeconfig{}, &Error{Reason: GardenerUnavailable, Err: errors.New("Gardener answered without a kubeconfig")} //nolint:staticcheck // ST1005: Gardener is a name.
 	}
 	if kc.ExpiresAt.IsZero() {
 		if kc.ExpiresAt, err = CertificateExpiry(kc.Data); err != nil {

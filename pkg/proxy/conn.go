@@ -149,6 +149,7 @@ func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
 		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
 		return
 	}
+	//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 	status := apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause)).Status()
 	status.Kind, status.APIVersion = "Status", "v1"
 	event, err := json.Marshal(map[string]any{"type": "ERROR", "object": status})

@@ -7,9 +7,9 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // Way is how a proxied request came in, the value of the way label.

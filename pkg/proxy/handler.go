@@ -17,10 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/streaming/pkg/httpstream"
 )
 
 // Target is what a proxied request needs of its session.
@@ -230,6 +230,7 @@ func statusFor(err error, t Target) error {
 	case errors.Is(err, ErrTooManyForSession), errors.Is(err, ErrTooManyForOwner):
 		return apierrors.NewTooManyRequests(err.Error(), 1)
 	case errors.Is(err, ErrExpired):
+		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, err))
 	case errors.Is(err, ErrDeleted):
 		return apierrors.NewNotFound(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions"}, t.Name)

@@ -89,13 +89,11 @@ func kubectlErr(t *testing.T, kubeconfig string, stdin string, args ...string) s
 	return err.Error()
 }
 
-func apply(t *testing.T, kubeconfig, manifest string, args ...string) string {
+func apply(t *testing.T, kubeconfig, manifest string, args ...string) {
 	t.Helper()
-	out, err := cp.Kubectl(context.Background(), kubeconfig, []byte(manifest), append([]string{"apply", "-f", "-"}, args...)...)
-	if err != nil {
+	if _, err := cp.Kubectl(context.Background(), kubeconfig, []byte(manifest), append([]string{"apply", "-f", "-"}, args...)...); err != nil {
 		t.Fatal(err)
 	}
-	return string(out)
 }
 
 // namespace creates a namespace for one test and, when the test ends, deletes

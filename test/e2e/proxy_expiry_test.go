@@ -106,9 +106,11 @@ func shootWatches(t *testing.T) int {
 	total := 0
 	for _, line := range strings.Split(metrics, "\n") {
 		if strings.HasPrefix(line, "apiserver_longrunning_requests{") && strings.Contains(line, `verb="WATCH"`) {
-			var v float64
 			fields := strings.Fields(line)
-			fmt.Sscan(fields[len(fields)-1], &v)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				t.Fatalf("metric line %q: %v", line, err)
+			}
 			total += int(v)
 		}
 	}

@@ -172,7 +172,9 @@ func (m *memory) profile(ctx context.Context, endpoint, path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	_, err = io.Copy(f, body)
-	return err
+	if _, err := io.Copy(f, body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }

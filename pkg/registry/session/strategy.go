@@ -172,7 +172,7 @@ func SelectableFields(s *clustergate.Session) fields.Set {
 	}, &s.ObjectMeta, true)
 }
 
-// MatchSession returns a matcher for a label and field selector.
+// Match returns a matcher for a label and field selector.
 func Match(label labels.Selector, field fields.Selector) storage.SelectionPredicate {
 	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
 }

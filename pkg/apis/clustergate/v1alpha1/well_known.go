@@ -154,8 +154,8 @@ const (
 	AccessLevelViewer = "viewer"
 )
 
-// LabelClusterTarget, set to "true", marks a Secret in the server's
-// namespace as the kubeconfig of a cluster target. The server uses no other
+// LabelClusterTarget is the label that, set to "true", marks a Secret in the
+// server's namespace as the kubeconfig of a cluster target. The server uses no other
 // Secret as a target, and never writes this label itself: the Secrets it
 // writes hold credentials it minted, which must never lead to a target.
 const LabelClusterTarget = "clustergate.dev/cluster-target"

@@ -43,13 +43,11 @@ func newKubeconfig(name, shoot string) *clustergate.GardenerClusterKubeconfig {
 	}
 }
 
-func (s GardenerClusterKubeconfigStorage) mustCreate(t *testing.T, k *clustergate.GardenerClusterKubeconfig) *clustergate.GardenerClusterKubeconfig {
+func (s GardenerClusterKubeconfigStorage) mustCreate(t *testing.T, k *clustergate.GardenerClusterKubeconfig) {
 	t.Helper()
-	out, err := s.GardenerClusterKubeconfig.Create(registrytest.Context(ns), k, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
-	if err != nil {
+	if _, err := s.GardenerClusterKubeconfig.Create(registrytest.Context(ns), k, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create %s: %v", k.Name, err)
 	}
-	return out.(*clustergate.GardenerClusterKubeconfig)
 }
 
 func (s GardenerClusterKubeconfigStorage) mustGet(t *testing.T, name string) *clustergate.GardenerClusterKubeconfig {

@@ -133,10 +133,12 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 	}
 	switch {
 	case s.DeletionTimestamp != nil:
+		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s is being deleted", s.Namespace, s.Name))
 	case s.Status.ExpiresAt == nil:
 		return notReady(s, "it waits for approval")
 	case !r.clock.Now().Before(s.Status.ExpiresAt.Time):
+		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
 	}
 	if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c == nil || c.Status != metav1.ConditionTrue {
