@@ -60,15 +60,15 @@ bench: bench-proxy bench-kubeconfig bench-api
 
 ## bench-proxy: sessions/proxy against a direct connection to the target, in one run
 bench-proxy: tools build
-	$(GO) run ./hack/bench/proxy
+	$(GO) run ./test/bench/proxy
 
 ## bench-kubeconfig: the GardenerClusterKubeconfig benchmark, 10,000 objects on the local control plane
 bench-kubeconfig: tools build
-	$(GO) run ./hack/bench/kubeconfig -objects=$(or $(OBJECTS),10000)
+	$(GO) run ./test/bench/kubeconfig -objects=$(or $(OBJECTS),10000)
 
 ## bench-api: LIST, create and memory at scale against the same objects as a CRD, in one run
 bench-api: tools build
-	$(GO) run ./hack/bench/api -objects=$(or $(OBJECTS),10000)
+	$(GO) run ./test/bench/api -objects=$(or $(OBJECTS),10000)
 
 ## run: a local control plane with clustergate registered, in the foreground until Ctrl-C
 run:

@@ -4,7 +4,7 @@
 // Package localcluster is a local control plane for development, tests and
 // benchmarks: real components, all on 127.0.0.1, with clustergate registered
 // the way it is in a real cluster. `make run` (hack/local-up),
-// hack/local-user, the benchmarks under hack/bench and the end-to-end tests
+// hack/local-user, the benchmarks under test/bench and the end-to-end tests
 // in test/e2e use it.
 //
 // Start brings up, from the pinned binaries that hack/tools/build.sh builds

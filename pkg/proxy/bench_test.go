@@ -27,7 +27,7 @@ import (
 // run, straight to the same TLS backend. Compare the MB/s of the two. The
 // cpu-ns/B metric is the process's CPU time per byte streamed (client and
 // backend included): the difference between the two runs is what the proxy
-// itself spends, from which hack/bench/proxy computes MiB/s per core.
+// itself spends, from which test/bench/proxy computes MiB/s per core.
 func BenchmarkUpgradedStream(b *testing.B) {
 	// The audit records would interleave with the benchmark's lines.
 	klog.SetLogger(logr.Discard())

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
-	"github.com/clustergate/clustergate/test/openapicheck"
+	"github.com/clustergate/clustergate/test/utils/openapicheck"
 )
 
 func TestAPIServiceAvailable(t *testing.T) {

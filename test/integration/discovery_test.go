@@ -19,7 +19,7 @@ import (
 	"k8s.io/kube-openapi/pkg/spec3"
 
 	v1alpha1 "github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/test/openapicheck"
+	"github.com/clustergate/clustergate/test/utils/openapicheck"
 )
 
 // groupResources are the resources discovery lists for clustergate.dev/v1alpha1.

@@ -9,7 +9,7 @@
 //
 // Run with `make bench-kubeconfig` (-objects=10000) or smaller for a quick look:
 //
-//	go run ./hack/bench/kubeconfig -objects=500
+//	go run ./test/bench/kubeconfig -objects=500
 package main
 
 import (

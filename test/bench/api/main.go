@@ -9,7 +9,7 @@
 // Secrets cached) before and after the LISTs, settled, after a trickle of
 // writes, and its median and range over a window after that.
 //
-//	go run ./hack/bench/api -objects=10000
+//	go run ./test/bench/api -objects=10000
 package main
 
 import (

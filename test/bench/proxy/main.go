@@ -12,7 +12,7 @@
 // one. pkg/proxy's in-process benchmarks
 // complete the table with the handler's own cost and upgraded streams.
 //
-//	go run ./hack/bench/proxy            # or: make bench-proxy
+//	go run ./test/bench/proxy            # or: make bench-proxy
 package main
 
 import (
