@@ -42,9 +42,8 @@ func NewRecommendedOptions() *genericoptions.RecommendedOptions {
 	o.Features.EnablePriorityAndFairness = false
 	// The watch cache keeps a copy-on-write snapshot of its tree at every
 	// write, for LISTs at an older resourceVersion, until newer events push
-	// the write out of its window, which an idle server never does: after
-	// 2,000 Sessions and 2,000 GardenerClusterKubeconfigs and their status
-	// writes, the copies were 17 % of the heap. Such LISTs (a continue
+	// the write out of its window, which an idle server never does, so the
+	// copies of a burst of writes stay in the heap. Such LISTs (a continue
 	// token, an exact resourceVersion) are rare here and are served from
 	// etcd instead. --feature-gates=ListFromCacheSnapshot=true restores them.
 	utilruntime.Must(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(apiserverfeatures.ListFromCacheSnapshot): false}))
@@ -85,9 +84,8 @@ func NewConfig(opts *genericoptions.RecommendedOptions, extra ExtraConfig) (*Con
 // setStorageCodec makes the objects stored with etcd's --storage-media-type.
 // The generic options keep objects in the codec given to
 // NewRecommendedOptions, JSON; --storage-media-type is honoured only by
-// kube-apiserver's own storage factory. Objects were stored as JSON until
-// this codec was set (found in the heap profile at 10,000 objects: the
-// watch cache's consistency check decoded JSON).
+// kube-apiserver's own storage factory. Without this codec objects would be
+// stored as JSON, which the watch cache's consistency check then decodes.
 func setStorageCodec(etcd *genericoptions.EtcdOptions) error {
 	codec, versioner, err := serverstorage.NewStorageCodec(serverstorage.StorageCodecConfig{
 		StorageMediaType:  etcd.DefaultStorageMediaType,

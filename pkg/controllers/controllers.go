@@ -37,9 +37,6 @@ import (
 // LeaseName is the Lease the writing controllers are elected with.
 const LeaseName = "clustergate-controllers"
 
-// rotationShare is the share of --gardener-qps that scheduled rotations use.
-const rotationShare = 0.8
-
 // Options are the controllers' settings, as the flags give them.
 type Options struct {
 	// Gardener reaches the Gardener project; with no project the kubeconfig
@@ -129,22 +126,8 @@ func Run(ctx context.Context, cfg Config) error {
 			// This Secret informer caches only the Secrets the controller owns.
 			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(kubeconfig.CacheTransform),
 				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
-			// Rotations are spread at rotationShare of the pace Gardener is
-			// asked to keep: the rest is for new objects, repairs and forced
-			// rotations, and a pace at Gardener's limit queues at any jitter
-			// (measured: at the full pace, 300 rotations were up to 16 s
-			// late). Half was too little: objects created together are
-			// written at Gardener's full pace, and their rotations, due
-			// together, did not fit between halfway to their due time and
-			// their due time (1,000 objects written at 4.9/s).
-			opts := cfg.Kubeconfig
-			opts.Schedule = kubeconfig.NewSchedule(rotationShare*float64(cfg.Gardener.QPS), cfg.Gardener.Timeout)
-			// More requests in flight than the client's burst make a busy
-			// Gardener no faster, only each answer later, past the client's
-			// timeout and into a second request (measured: 20 in flight on a
-			// loaded local Gardener, 30 s timeouts, 1.25 requests per rotation).
-			opts.GardenerWorkers = min(opts.Workers, max(1, cfg.Gardener.Burst))
-			kubeconfigs, err := kubeconfig.New(opts, client, kube, g,
+			// Rotations keep to the Gardener client's rate limits.
+			kubeconfigs, err := kubeconfig.New(cfg.Kubeconfig.Paced(cfg.Gardener), client, kube, g,
 				cfg.Kubeconfigs, kubeconfigSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
 			if err != nil {
 				logger.Error(err, "Building the kubeconfig controller")

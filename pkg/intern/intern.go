@@ -2,10 +2,10 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package intern makes the strings that repeat across objects share one
-// copy in memory. Decoding gives every object its own copy of every string:
-// at 10,000 Sessions the watch cache and the caches of the controllers held
-// ten thousand copies of the same condition messages, namespaces,
-// finalizers and managedFields entries.
+// copy in memory. Decoding gives every object its own copy of every string,
+// so the watch cache and the caches of the controllers would hold a copy of
+// the same condition messages, namespaces, finalizers and managedFields
+// entries per object.
 //
 // Only strings that repeat are made canonical: names, UIDs, resource
 // versions and the values of labels and annotations are left alone, because

@@ -4,8 +4,8 @@
 // Package memlimit sets how much memory the Go runtime lets the server's
 // heap take: a soft limit derived from the container's, so that the garbage
 // collector works harder as the server nears the limit instead of letting
-// the heap double into an OOM kill (a LIST of 10,000 objects allocates
-// several times its answer), and a collection target below Go's default.
+// the heap double into an OOM kill (a LIST allocates several times its
+// answer), and a collection target below Go's default.
 // Reading the container's limit (cgroup v1 or v2, the lowest limit up the
 // process's hierarchy) and following it is automemlimit's.
 package memlimit

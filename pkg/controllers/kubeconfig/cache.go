@@ -7,18 +7,27 @@ import (
 	"bytes"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 )
 
+// ManagedSecretSelector selects the Secrets the controller manages. Its
+// Secret informer (transformed by CacheTransform) watches only those, so that
+// the cache does not hold every Secret of a control plane with 100,000
+// clusters.
+func ManagedSecretSelector() labels.Selector {
+	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate})
+}
+
 // verifiedKubeconfig stands, in the controller's Secret cache, for a
 // kubeconfig that loaded and matched the Secret's checksum when it was
-// cached. The kubeconfigs themselves (about 5 KiB each, with Gardener's
-// client certificate and key) were the largest part of the cache: 10 MiB of
-// heap at 2,000 objects. A pass needs only to know that the kubeconfig is
-// intact; a write replaces the data whole.
+// cached. The kubeconfigs themselves, each with Gardener's client
+// certificate and key, would be the largest part of the cache, and a pass
+// needs only to know that the kubeconfig is intact: a write replaces the
+// data whole.
 var verifiedKubeconfig = []byte("clustergate.dev/verified-kubeconfig")
 
 // CacheTransform is the transform of the controller's Secret informer: it

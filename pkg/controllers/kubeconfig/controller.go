@@ -5,17 +5,10 @@ package kubeconfig
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -28,7 +21,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/gardener"
-	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
 	listers "github.com/clustergate/clustergate/pkg/generated/listers/clustergate/v1alpha1"
@@ -78,13 +70,6 @@ type Controller struct {
 	pending   map[types.NamespacedName]pendingWrite
 	// failures are Gardener's failed requests, observed by the next pass.
 	failures *controllerutil.Failures
-}
-
-// ManagedSecretSelector selects the Secrets the controller manages; its
-// Secret informer (transformed by CacheTransform) watches only those, so that the cache does not hold every
-// Secret of a control plane with 100,000 clusters.
-func ManagedSecretSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate})
 }
 
 // New returns a controller over the given informers. The Secret informer
@@ -203,187 +188,10 @@ func (c *Controller) cacheBehind(key types.NamespacedName, secret *corev1.Secret
 	return true
 }
 
+// wrote remembers the kubeconfig just written for the object, until the
+// cache shows it.
 func (c *Controller) wrote(key types.NamespacedName, checksum string) {
 	c.pendingMu.Lock()
 	defer c.pendingMu.Unlock()
 	c.pending[key] = pendingWrite{checksum: checksum, at: c.clock.Now()}
-}
-
-// next observes an object and computes its next action; Observed.Object is
-// nil when the object is gone.
-func (c *Controller) next(ctx context.Context, key types.NamespacedName) (Observed, Action, error) {
-	obj, err := c.objects.GardenerClusterKubeconfigs(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return Observed{}, Action{}, nil
-	}
-	if err != nil {
-		return Observed{}, Action{}, err
-	}
-	observed, err := c.observe(ctx, obj)
-	if err != nil {
-		return Observed{}, Action{}, err
-	}
-	return observed, NextAction(observed, c.opts.Config), nil
-}
-
-// observe gathers the object's Secrets. The Secret named in spec is read
-// from the server when the cache, which holds only managed Secrets, lacks
-// it: it may be someone else's.
-func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig) (Observed, error) {
-	o := Observed{Object: obj, Now: c.clock.Now()}
-	if f, ok := c.failures.Get(obj.UID); ok {
-		o.Failure = &f
-	}
-	ref := obj.Spec.Kubeconfig.Secret
-	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
-	if apierrors.IsNotFound(err) {
-		secret, err = c.kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return o, err
-	default:
-		o.Secret = secret
-	}
-	managed, err := c.secrets.Secrets(obj.Namespace).List(labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: obj.Name}))
-	if err != nil {
-		return o, err
-	}
-	for _, s := range managed {
-		if s.Name != ref.Name {
-			o.Stale = append(o.Stale, s)
-		}
-	}
-	return o, nil
-}
-
-func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
-	obj := o.Object
-	objects := c.client.ClustergateV1alpha1().GardenerClusterKubeconfigs(obj.Namespace)
-	switch a.Type {
-	case None:
-		return nil
-	case AddFinalizer:
-		patched := obj.DeepCopy()
-		patched.Finalizers = append(patched.Finalizers, v1alpha1.KubeconfigFinalizer)
-		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
-		return err
-	case RemoveFinalizer:
-		patched := obj.DeepCopy()
-		patched.Finalizers = slices.DeleteFunc(slices.Clone(patched.Finalizers), func(f string) bool { return f == v1alpha1.KubeconfigFinalizer })
-		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
-		c.opts.Schedule.Forget(obj.UID)
-		c.failures.Forget(obj.UID)
-		return controllerutil.IgnoreNotFound(err)
-	case RemoveForceAnnotation:
-		patched := obj.DeepCopy()
-		delete(patched.Annotations, v1alpha1.AnnotationForceRotation)
-		delete(patched.Annotations, v1alpha1.AnnotationForceRotationShort)
-		_, err := objects.Update(ctx, patched, metav1.UpdateOptions{FieldManager: FieldManager})
-		return err
-	case DeleteSecret:
-		err := c.kube.CoreV1().Secrets(obj.Spec.Kubeconfig.Secret.Namespace).Delete(ctx, a.SecretName, metav1.DeleteOptions{})
-		if err == nil {
-			c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, "SecretDeleted", "Delete", "Deleted Secret %s", a.SecretName)
-		}
-		return controllerutil.IgnoreNotFound(err)
-	case SyncSecretMetadata:
-		// A patch of the labels alone: the cached Secret holds no
-		// kubeconfig to send back (CacheTransform).
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": SecretLabels(obj)}})
-		if err != nil {
-			return err
-		}
-		_, err = c.kube.CoreV1().Secrets(o.Secret.Namespace).Patch(ctx, o.Secret.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-		return err
-	case UpdateStatus:
-		return c.applyStatus(ctx, obj, a.Status)
-	case WriteKubeconfig:
-		return c.writeKubeconfig(ctx, o, a)
-	}
-	return fmt.Errorf("unknown action %q", a.Type)
-}
-
-// writeKubeconfig asks Gardener for a kubeconfig and writes the Secret in one
-// create or update, so the Secret never holds a partial or empty kubeconfig.
-// When Gardener fails, nothing is written: the failure is remembered for the
-// next pass, which reports it and decides when to ask again.
-func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
-	obj := o.Object
-	start := c.clock.Now()
-	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
-	if err != nil {
-		reason := gardener.ReasonOf(err)
-		writeFailures.WithLabelValues(string(reason)).Inc()
-		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
-			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
-		c.failures.Record(obj.UID, string(reason), fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err), c.clock.Now())
-		return nil
-	}
-
-	now := c.clock.Now().UTC()
-	ref := obj.Spec.Kubeconfig.Secret
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace}, Type: corev1.SecretTypeOpaque}
-	if !a.Create {
-		s = o.Secret.DeepCopy()
-	}
-	if s.Labels == nil {
-		s.Labels = map[string]string{}
-	}
-	if s.Annotations == nil {
-		s.Annotations = map[string]string{}
-	}
-	maps.Copy(s.Labels, SecretLabels(obj))
-	delete(s.Annotations, v1alpha1.AnnotationForceRotation)
-	delete(s.Annotations, v1alpha1.AnnotationForceRotationShort)
-	maps.Copy(s.Annotations, map[string]string{
-		v1alpha1.AnnotationLastSync:  now.Format(time.RFC3339),
-		v1alpha1.AnnotationExpiresAt: kc.ExpiresAt.UTC().Format(time.RFC3339),
-		v1alpha1.AnnotationChecksum:  Checksum(kc.Data),
-		v1alpha1.AnnotationReason:    a.Reason,
-	})
-	if a.ForcedBy != "" {
-		s.Annotations[v1alpha1.AnnotationForcedBy] = a.ForcedBy
-	}
-	s.Data = map[string][]byte{ref.Key: kc.Data}
-
-	secrets := c.kube.CoreV1().Secrets(ref.Namespace)
-	if a.Create {
-		_, err = secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: FieldManager})
-	} else {
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
-	}
-	if err != nil {
-		writeFailures.WithLabelValues(ReasonSecretWriteFailed).Inc()
-		return err
-	}
-	c.opts.Schedule.Observe(c.clock.Since(start))
-	c.wrote(types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}, Checksum(kc.Data))
-	c.failures.Forget(obj.UID)
-	writes.WithLabelValues(a.Reason).Inc()
-	c.recorder.Eventf(obj, nil, corev1.EventTypeNormal, a.Reason, "WriteKubeconfig",
-		"Wrote a kubeconfig valid until %s to Secret %s", kc.ExpiresAt.UTC().Format(time.RFC3339), ref.Name)
-	return nil
-}
-
-// applyStatus writes the status with server-side apply.
-func (c *Controller) applyStatus(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig, s *Status) error {
-	conditionStatus := metav1.ConditionFalse
-	if s.State == v1alpha1.KubeconfigStateReady {
-		conditionStatus = metav1.ConditionTrue
-	}
-	status := applyv1alpha1.GardenerClusterKubeconfigStatus().WithState(s.State).WithObservedGeneration(s.ObservedGeneration).
-		WithConditions(controllerutil.ApplyConditions(obj.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady, Status: conditionStatus,
-			Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})...)
-	if s.LastSyncTime != nil {
-		status.WithLastSyncTime(*s.LastSyncTime)
-	}
-	if s.ExpirationTime != nil {
-		status.WithExpirationTime(*s.ExpirationTime)
-	}
-	_, err := c.client.ClustergateV1alpha1().GardenerClusterKubeconfigs(obj.Namespace).ApplyStatus(ctx,
-		applyv1alpha1.GardenerClusterKubeconfig(obj.Name, obj.Namespace).WithStatus(status),
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	return err
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 // Schedule spreads rotations at the pace Gardener is asked to serve them,
@@ -22,20 +24,16 @@ import (
 //
 // A rotation started at its slot is still written only when Gardener has
 // answered, which takes from a fraction of a second to tens of seconds on a
-// busy Gardener (measured: 18 s and a 30 s timeout on a loaded local
-// control plane, where rotations started at their due time were up to 16 s
-// late). So each starts ahead of its slot by the longest of the last
+// busy Gardener. So each starts ahead of its slot by the longest of the last
 // latencySamples writes' durations (Observe), the lead. A write's duration
 // counts from its request, not from when it was queued: the queue's wait
-// behind a burst of new objects made the lead minutes long, and every
-// rotation then started at once, minutes early (measured).
+// behind a burst of new objects would make the lead minutes long and start
+// every rotation at once.
 //
 // The lead is the one of the moment a rotation's start is computed, and
-// Gardener may have slowed since: an object whose start was computed six
-// minutes before, when writes took 3 s, started at its due time while
-// writes took 16 s (measured at 1,000 objects: p99 49 s late). So the pass
-// that computes a start a long way off looks again recheck before it
-// (Wait), and starts the rotation by the lead of then.
+// Gardener may have slowed since. So the pass that computes a start a long
+// way off looks again recheck before it (Wait), and starts the rotation by
+// the lead of then.
 type Schedule struct {
 	interval time.Duration
 	recheck  time.Duration
@@ -62,6 +60,25 @@ type heldSlot struct {
 // enough to outlast a single fast answer in a slow spell, few enough to
 // forget one slow answer within a minute at a few writes per second.
 const latencySamples = 32
+
+// rotationShare is the share of Gardener's pace that scheduled rotations
+// take. The rest is for new objects, repairs and forced rotations, as a pace
+// at Gardener's limit queues at any jitter. It stays well above half:
+// objects created together are written at Gardener's full pace, and their
+// rotations, due together, must fit between halfway to their due time and
+// their due time.
+const rotationShare = 0.8
+
+// Paced returns o with rotations spread at rotationShare of the pace of the
+// Gardener client g, looked at again within its request timeout, and no
+// more requests to Gardener in flight than its burst: more would make a
+// busy Gardener no faster, only each answer later, past the client's
+// timeout and into a second request.
+func (o Options) Paced(g gardener.Config) Options {
+	o.Schedule = NewSchedule(rotationShare*float64(g.QPS), g.Timeout)
+	o.GardenerWorkers = min(o.Workers, max(1, g.Burst))
+	return o
+}
 
 // NewSchedule returns a schedule with pace slots per second; a pace of zero
 // or less leaves every rotation at its due time, less the lead. Starts
@@ -95,11 +112,10 @@ func (s *Schedule) Observe(took time.Duration) {
 //
 // The halfway bound keeps a kubeconfig just written from being rotated at
 // once: when more rotations fall due together than the pace fits before
-// their due time, the slots reached into the past, and the objects whose
-// slots were there rotated again and again (measured: 1,000 objects
-// written by Gardener at 4.9/s, slots at 2.5/s, one object rotated 8 times
-// in 3 minutes). What does not fit between the bound and the due time gets
-// the first free slot after it: late, but at the pace.
+// their due time, the slots would reach into the past, and the objects
+// whose slots were there would rotate again and again. What does not fit
+// between the bound and the due time gets the first free slot after it:
+// late, but at the pace.
 func (s *Schedule) RotateAt(uid types.UID, written, due time.Time) time.Time {
 	if s == nil {
 		return due
@@ -130,13 +146,11 @@ func (s *Schedule) Wait(rotateAt, now time.Time) time.Duration {
 // Rotations keep the order of their due times: when the slot of the due
 // time is taken, the run of taken slots that ends there moves one slot
 // earlier and the object takes the freed one. Taking the latest free slot
-// before the run instead made the last of many objects due together the
-// earliest: 1,000 due at 4.76/s with slots at 4/s, the last ones needed
-// slots 250 s early, beyond halfway, and 279 rotated late; in order, none
-// moves more than the overload needs (40 s there). When the run cannot move
-// (one of it would go before halfway), the object takes the latest free
-// slot from halfway to due, or else the first free one after due: late,
-// but at the pace.
+// before the run instead would make the last of many objects due together
+// the earliest, pushed beyond halfway and so late; in order, none moves
+// more than the overload needs. When the run cannot move (one of it would
+// go before halfway), the object takes the latest free slot from halfway to
+// due, or else the first free one after due: late, but at the pace.
 func (s *Schedule) slot(uid types.UID, due, earliest time.Time) time.Time {
 	if s.interval <= 0 {
 		return due

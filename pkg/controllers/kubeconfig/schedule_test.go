@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 func TestSchedule(t *testing.T) {
@@ -236,8 +238,8 @@ func TestScheduleNeverRotatesAtOnce(t *testing.T) {
 // TestScheduleKeepsOrderUnderOverload: objects written faster than the
 // pace, as Gardener writes the first kubeconfigs of objects created
 // together, rotate in the order of their due times, none late, none earlier
-// than the overload needs (measured on the local control plane: 1,000
-// written at 4.76/s, rotations at 4/s).
+// than the overload needs: rotations at a pace a little below the one the
+// objects were written at.
 func TestScheduleKeepsOrderUnderOverload(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	const n, written, pace = 1000, 4.76, 4.0
@@ -267,5 +269,39 @@ func TestScheduleKeepsOrderUnderOverload(t *testing.T) {
 	// n(1/pace - 1/written) = 40 s, plus a slot of rounding.
 	if want := 41 * time.Second; earliest > want {
 		t.Errorf("the earliest rotation is %s before its due time, want at most %s", earliest, want)
+	}
+}
+
+// TestPaced: rotations take rotationShare of the Gardener client's pace and
+// are looked at again within its timeout, and no more Gardener requests are
+// in flight than its burst, nor than the workers.
+func TestPaced(t *testing.T) {
+	tests := []struct {
+		name         string
+		workers      int
+		gardener     gardener.Config
+		wantInterval time.Duration
+		wantWorkers  int
+	}{
+		{name: "burst below the workers caps them", workers: 20, gardener: gardener.Config{QPS: 5, Burst: 10, Timeout: 30 * time.Second},
+			wantInterval: 250 * time.Millisecond, wantWorkers: 10},
+		{name: "workers below the burst stay", workers: 4, gardener: gardener.Config{QPS: 5, Burst: 10, Timeout: 30 * time.Second},
+			wantInterval: 250 * time.Millisecond, wantWorkers: 4},
+		{name: "no burst: one request at a time", workers: 4, gardener: gardener.Config{QPS: 5, Timeout: 30 * time.Second},
+			wantInterval: 250 * time.Millisecond, wantWorkers: 1},
+		{name: "no pace: rotations at their due time", workers: 4, gardener: gardener.Config{Burst: 10},
+			wantWorkers: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Options{Workers: tc.workers}.Paced(tc.gardener)
+			if got.Schedule.interval != tc.wantInterval || got.Schedule.recheck != tc.gardener.Timeout {
+				t.Errorf("schedule every %s, rechecked %s ahead; want every %s, %s ahead",
+					got.Schedule.interval, got.Schedule.recheck, tc.wantInterval, tc.gardener.Timeout)
+			}
+			if got.GardenerWorkers != tc.wantWorkers || got.Workers != tc.workers {
+				t.Errorf("%d Gardener workers of %d, want %d of %d", got.GardenerWorkers, got.Workers, tc.wantWorkers, tc.workers)
+			}
+		})
 	}
 }

@@ -113,11 +113,12 @@ type Config struct {
 // NextAction computes the single next step for a session.
 func NextAction(o Observed, cfg Config) Action {
 	s := o.Session
-	if s.DeletionTimestamp != nil {
+	state := v1alpha1.SessionStateAt(s, o.Now)
+	if state == v1alpha1.SessionDeleting {
 		return nextCleanupAction(o)
 	}
 	expiresAt := s.Status.ExpiresAt
-	if expiresAt != nil && !o.Now.Before(expiresAt.Time) {
+	if state == v1alpha1.SessionExpired {
 		return Action{Type: DeleteSession, Reason: v1alpha1.SessionReasonExpired,
 			Message: "Session expired at " + expiresAt.UTC().Format(time.RFC3339)}
 	}

@@ -145,7 +145,7 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 	live := map[[3]string]int{}
 	oldest := map[[2]string]float64{}
 	for _, s := range sessions {
-		if s.DeletionTimestamp != nil || (s.Status.ExpiresAt != nil && !now.Before(s.Status.ExpiresAt.Time)) {
+		if v1alpha1.SessionStateAt(s, now).Ended() {
 			continue
 		}
 		kind := targetKind(s)

@@ -34,8 +34,8 @@ var errPoliciesNotSynced = errors.New("the cache of AuthorizationPolicies has no
 
 // policyCache holds the AuthorizationPolicies of the policy namespace once
 // the core cluster serves them, so that a pass reads its session's policy
-// from memory: a GET on every pass was 7 % of the server's CPU while 10,000
-// sessions were created, and load on kube-apiserver besides. It caches every
+// from memory: a GET on every pass would cost the server's CPU and load
+// kube-apiserver in proportion to the sessions created. It caches every
 // policy of the namespace, not only the labelled ones, so that a foreign
 // policy of a session's name is seen and left alone, as a GET saw it.
 type policyCache struct {

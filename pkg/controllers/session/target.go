@@ -97,9 +97,9 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 // marked ones: missing, or not marked. The core cluster is asked only while
 // the session does not already say which: the answer changes only when the
 // Secret is marked, and that is an event of the target cache. So a session
-// waiting for its target costs nothing, however many there are (retried
-// every 30 s with a GET each, 10,000 waiting sessions asked for 333 GETs a
-// second, three times the controller's client limit).
+// waiting for its target costs nothing, however many there are: a GET per
+// waiting session on a timer would grow with them past the controller's
+// client limit.
 func (c *Controller) unmarkedTarget(ctx context.Context, s *v1alpha1.Session, ref string) *TargetProblem {
 	if have := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionCredentialsReady); have != nil &&
 		have.Status == metav1.ConditionFalse && isUnmarked(have.Reason) {

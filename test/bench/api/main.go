@@ -110,9 +110,8 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	cpu := newCPUUse(cp)
 
 	// Creates with kubectl, one object after the other as kubectl sends
-	// them, in batches taking turns, so that the load of a shared machine
-	// weighs on both alike (one phase after the other, the CRD's took 6 min
-	// in one run and 1 min in the next, as the machine's load came and went).
+	// them, in batches taking turns, so that the load of a shared machine,
+	// which comes and goes, weighs on both alike.
 	profiled := make(chan error, 1)
 	var crdTime, sessionTime time.Duration
 	for b := range createBatches {
@@ -191,8 +190,7 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 		// with the previous version of every object they changed. It halves
 		// at a write only when it is full and its newest quarter is older
 		// than 75 s: a trickle of writes sheds a full history within a few
-		// writes, and one the burst did not fill not at all (measured: the
-		// kubeconfigs' was not full, the Sessions' was).
+		// writes, and one the burst did not fill not at all.
 		if err := writeTrickle(ctx, cfg, writes, 15*time.Second); err != nil {
 			return err
 		}

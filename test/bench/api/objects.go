@@ -84,8 +84,8 @@ func timedCreate(ctx context.Context, cp *localcluster.ControlPlane, dir, name s
 
 // createKubeconfigs creates n GardenerClusterKubeconfigs whose Secrets
 // already hold a valid kubeconfig written by clustergate, so that they cost
-// the controller a status write and no Gardener request: Gardener's pace
-// (about 5 per second here) would take half an hour for 10,000.
+// the controller a status write and no Gardener request: at Gardener's pace
+// the writes would take far longer than the rest of the benchmark.
 func createKubeconfigs(ctx context.Context, cfg *rest.Config, kubeconfigPath string, n int) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

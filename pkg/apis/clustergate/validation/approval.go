@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // ValidateSessionApprovalUpdate validates a decision through the approval
@@ -55,10 +56,10 @@ func ValidateSessionApprovalUpdate(newSession, oldSession *clustergate.Session, 
 
 // decidable says why a pending approval can no longer be decided, or "".
 func decidable(s *clustergate.Session, pending *clustergate.SessionApproval, policy SessionPolicy, now time.Time) string {
-	switch {
-	case s.DeletionTimestamp != nil:
+	switch state := v1alpha1.InternalSessionStateAt(s, now); {
+	case state == v1alpha1.SessionDeleting:
 		return "the session is being deleted"
-	case s.Status.ExpiresAt != nil && !now.Before(s.Status.ExpiresAt.Time):
+	case state == v1alpha1.SessionExpired:
 		return fmt.Sprintf("the session expired at %s", formatTime(s.Status.ExpiresAt.Time))
 	case pending.Type == clustergate.ApprovalOpen && !now.Before(s.CreationTimestamp.Add(policy.ApprovalTimeout)):
 		return fmt.Sprintf("the session waited for approval longer than %s (--session-approval-timeout) and is being removed", policy.ApprovalTimeout)
@@ -75,12 +76,12 @@ func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session,
 	expiresPath := field.NewPath("status", "expiresAt")
 	approvalsPath := field.NewPath("status", "approvals")
 	current := oldSession.Status.ExpiresAt
-	switch {
-	case oldSession.DeletionTimestamp != nil:
+	switch state := v1alpha1.InternalSessionStateAt(oldSession, now); {
+	case state == v1alpha1.SessionDeleting:
 		return append(allErrs, field.Forbidden(expiresPath, "the session is being deleted"))
-	case current == nil:
+	case state == v1alpha1.SessionAwaitingApproval:
 		return append(allErrs, field.Forbidden(expiresPath, "the session waits for approval; it can be extended once approved"))
-	case !now.Before(current.Time):
+	case state == v1alpha1.SessionExpired:
 		return append(allErrs, field.Forbidden(expiresPath, fmt.Sprintf("the session expired at %s", formatTime(current.Time))))
 	case Pending(oldSession) != nil:
 		return append(allErrs, field.Forbidden(approvalsPath, "an earlier extension waits for approval"))

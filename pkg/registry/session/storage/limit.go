@@ -94,7 +94,7 @@ func (l *ownerLimit) live(ctx context.Context, owner string) (int, error) {
 	}
 	now, n := l.clock.Now(), 0
 	for _, s := range list.(*clustergate.SessionList).Items {
-		if s.DeletionTimestamp == nil && (s.Status.ExpiresAt == nil || now.Before(s.Status.ExpiresAt.Time)) {
+		if !v1alpha1.InternalSessionStateAt(&s, now).Ended() {
 			n++
 		}
 	}

@@ -131,19 +131,18 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 		return apierrors.NewForbidden(clustergate.Resource("sessions/proxy"), s.Name,
 			errors.New("only the session's owner may use its proxy"))
 	}
-	switch {
-	case s.DeletionTimestamp != nil:
+	switch v1alpha1.InternalSessionStateAt(s, r.clock.Now()) {
+	case v1alpha1.SessionDeleting:
 		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s is being deleted", s.Namespace, s.Name))
-	case s.Status.ExpiresAt == nil:
+	case v1alpha1.SessionAwaitingApproval:
 		return notReady(s, "it waits for approval")
-	case !r.clock.Now().Before(s.Status.ExpiresAt.Time):
+	case v1alpha1.SessionExpired:
 		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
-	}
-	if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+	case v1alpha1.SessionNotReady:
 		reason := "its credentials are being minted"
-		if c != nil {
+		if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
 			reason = c.Reason + ": " + c.Message
 		}
 		return notReady(s, reason)
