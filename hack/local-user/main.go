@@ -10,14 +10,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 )
 
 func main() {
 	root, _ := os.Getwd()
-	dir := flag.String("dir", filepath.Join(root, "_output", "local"), "directory of the running local control plane")
+	dir := flag.String("dir", localcluster.DefaultDir(root), "directory of the running local control plane; "+localcluster.DirEnv+" sets it")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: hack/local-user.sh NAME [GROUP...]")
 		flag.PrintDefaults()

@@ -87,7 +87,7 @@ func issueCertificates(dir string) (*certificates, error) {
 	c.nodeCA = newCA("node-ca", false)
 	c.nodeServing = serving(c.nodeCA, "node")
 
-	c.aggregatedCA = newCA("aggregated-ca", false)
+	c.aggregatedCA = newCA(aggregatedCAName, false)
 	c.gardenerServing = serving(c.aggregatedCA, "gardener-apiserver", "gardener-apiserver.kube-system.svc")
 	c.clustergateServing = serving(c.aggregatedCA, "clustergate", "clustergate.clustergate-system.svc")
 	if err != nil {

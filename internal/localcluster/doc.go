@@ -57,6 +57,12 @@
 //     one replica directly, authenticated the way the aggregator is;
 //   - monitoring: StartPrometheus runs a Prometheus with the rules of
 //     artifacts/monitoring, scraping clustergate.
+//   - the demo: Demo creates `make run`'s objects (users' bindings, the
+//     example session and kubeconfig, the data-plane session) on a control
+//     plane started with DemoClustergateArgs, and Guide lists what to type
+//     next with the outcome each line promises: make run prints it,
+//     README.md repeats it (TestGuideInREADME) and test/e2e's TestQuickStart
+//     runs it.
 //
 // It is for this machine only: certificates are valid for a week, etcd does
 // not fsync, and every component runs with flags a production cluster would

@@ -54,16 +54,11 @@ func WriteUserKubeconfig(dir, name string, groups ...string) (string, error) {
 // the owner's client certificate, as an exec plugin would, and writes it to
 // path. A kubeconfig that comes with credentials of its own is refused.
 func (cp *ControlPlane) SessionKubeconfig(ctx context.Context, ownerKubeconfig, namespace, name, path string) error {
-	raw, err := cp.Kubectl(ctx, ownerKubeconfig, nil, "get", "--raw",
-		fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/%s/kubeconfig", namespace, name))
+	raw, err := cp.sessionKubeconfig(ctx, ownerKubeconfig, namespace, name)
 	if err != nil {
 		return err
 	}
-	var answer struct{ Kubeconfig []byte }
-	if err := json.Unmarshal(raw, &answer); err != nil {
-		return err
-	}
-	cfg, err := clientcmd.Load(answer.Kubeconfig)
+	cfg, err := clientcmd.Load(raw)
 	if err != nil {
 		return err
 	}
@@ -81,6 +76,21 @@ func (cp *ControlPlane) SessionKubeconfig(ctx context.Context, ownerKubeconfig, 
 		ClientCertificateData: ownerUser.ClientCertificateData, ClientKeyData: ownerUser.ClientKeyData,
 	}
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// sessionKubeconfig is sessions/<name>/kubeconfig in namespace, as the
+// user of kubeconfig gets it.
+func (cp *ControlPlane) sessionKubeconfig(ctx context.Context, kubeconfig, namespace, name string) ([]byte, error) {
+	raw, err := cp.Kubectl(ctx, kubeconfig, nil, "get", "--raw",
+		fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/%s/kubeconfig", namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	var answer struct{ Kubeconfig []byte }
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		return nil, err
+	}
+	return answer.Kubeconfig, nil
 }
 
 // writeKubeconfig writes a kubeconfig for server with the client certificate
