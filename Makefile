@@ -8,7 +8,7 @@ BIN := _output/bin
 # builds); a plain build works and keeps them once per object.
 TAGS := -tags=fieldsv1string
 
-.PHONY: all build codegen verify test test-unit test-monitoring test-istio test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
+.PHONY: all build images registry codegen verify test test-unit test-images test-monitoring test-istio test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
 
 all: build
 
@@ -16,6 +16,14 @@ all: build
 build:
 	$(GO) build $(TAGS) -o $(BIN)/clustergate-apiserver ./cmd/clustergate-apiserver
 	$(GO) build $(TAGS) -o $(BIN)/kubectl-session ./cmd/kubectl-session
+
+## images: OCI images of clustergate-apiserver and the pinned etcd (with etcdctl and etcdutl), static, user 65532, no shell, built without a container runtime into the OCI layout _output/images/oci; REGISTRY=host:port also pushes them there
+images:
+	$(GO) run $(TAGS) ./hack/images
+
+## registry: a local OCI registry on 127.0.0.1:5000 holding the images of make images, in the foreground until Ctrl-C
+registry:
+	$(GO) run $(TAGS) ./hack/registry
 
 ## codegen: regenerate deepcopy, defaults, conversion, OpenAPI, clientset, listers, informers
 codegen:
@@ -31,12 +39,16 @@ verify:
 	hack/tools/build.sh lint
 	$(BIN)/golangci-lint run --build-tags=fieldsv1string ./...
 
-## test: every test: unit, storage, integration, monitoring and end to end
-test: test-unit test-monitoring test-istio test-e2e
+## test: every test: unit, storage, integration, images, monitoring and end to end
+test: test-unit test-images test-monitoring test-istio test-e2e
 
 ## test-unit: unit, storage (embedded etcd) and in-process integration tests
 test-unit:
 	$(GO) test $(TAGS) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/monitoring)
+
+## test-images: make images, then each image pushed to a registry and read back: configuration, labels, every file (no shell), static binaries that run
+test-images: images
+	CLUSTERGATE_IMAGES=$(CURDIR)/_output/images/oci $(GO) test $(TAGS) -count=1 -run TestImagesFromRegistry ./internal/images/
 
 ## test-monitoring: promtool checks and unit-tests the rules of artifacts/monitoring; the component and dashboard
 test-monitoring:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the pinned test tools (etcd, kube-apiserver, kube-controller-manager,
-# gardener-apiserver, node, the stand-in kubelet, and prometheus with
+# kube-scheduler, gardener-apiserver, node, the stand-in kubelet,
+# process-kubelet, the node that runs images as processes, and prometheus with
 # promtool) and the linter `make verify` runs (lint: golangci-lint), each from
-# its own Go module under hack/tools/<set>/.
+# its own Go module under hack/tools/<set>/. cert-manager (its controller and
+# CA injector, and its CRDs in cert-manager-crds/) is built when asked for.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
@@ -10,7 +12,8 @@
 # _output/bin/ holds links to the current builds.
 #
 # Usage: hack/tools/build.sh [SET...]   (default: the test tools, all sets but
-# lint, which `make verify` builds)
+# lint, which `make verify` builds, and process-kubelet, which the workloads
+# test needs: hack/tools/build.sh process-kubelet)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -41,14 +44,22 @@ build_set() {
     rm -rf "${dest}" && mkdir -p "${dest}"
     local start=${SECONDS}
     case "${set}" in
-      etcd | node)
+      etcd)
+        # Static (no cgo), since the etcd image (make images) has no libc;
+        # etcdctl (snapshot save) and etcdutl (snapshot restore) at the same
+        # pinned version, the tool directives of hack/tools/etcd/go.mod.
+        (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dest}/" \
+          . go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3)
+        ;;
+      node | process-kubelet)
         (cd "${dir}" && go build -trimpath -ldflags "-s -w" -o "${dest}/${set}" .)
         ;;
       kube)
         local flags
         flags=$(component_base_ldflags "$(module_version kube k8s.io/kubernetes)")
         (cd "${dir}" && go build -trimpath -ldflags "${flags}" -o "${dest}/" \
-          k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+          k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+          k8s.io/kubernetes/cmd/kube-scheduler)
         ;;
       gardener)
         local flags
@@ -63,6 +74,19 @@ build_set() {
         version="3.$(echo "${version#v0.3}" | sed 's/^0*\([0-9]\)/\1/')"
         (cd "${dir}" && go build -trimpath -tags remove_all_sd -ldflags "-s -w -X ${p}.Version=${version}" -o "${dest}/" \
           github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+        ;;
+      cert-manager)
+        # cert-manager's controllers and CA injector in one command
+        # (cert-manager controller|cainjector; main.go says why not
+        # cert-manager's own cmd/), and the CRDs the module ships
+        # (deploy/crds), which artifacts/components/cert-manager needs.
+        local version
+        version=$(module_version cert-manager github.com/cert-manager/cert-manager)
+        (cd "${dir}" && go build -trimpath \
+          -ldflags "-s -w -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=${version}" \
+          -o "${dest}/cert-manager" . &&
+          mkdir -p "${dest}/cert-manager-crds" &&
+          cp "$(go list -m -f '{{.Dir}}' github.com/cert-manager/cert-manager)"/deploy/crds/*.yaml "${dest}/cert-manager-crds/")
         ;;
       lint)
         # Setting main.date makes `golangci-lint version` report the pinned

@@ -1,7 +1,8 @@
 // Module kube pins the Kubernetes binaries the local control plane and the
-// e2e tests run: kube-apiserver (garden and shoot) and kube-controller-manager
-// (the shoot's CSR signer). It lives apart from the main module, which never
-// depends on k8s.io/kubernetes.
+// e2e tests run: kube-apiserver (garden and shoot), kube-controller-manager
+// (the shoot's CSR signer; the garden's workload controllers) and
+// kube-scheduler (binds the garden's pods to the process node). It lives
+// apart from the main module, which never depends on k8s.io/kubernetes.
 module github.com/clustergate/clustergate/hack/tools/kube
 
 go 1.26.0
@@ -9,6 +10,7 @@ go 1.26.0
 tool (
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 )
 
 require (
