@@ -23,7 +23,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	r.Etcd.AddFlags(etcd)
 	etcd.StringVar(&o.DataDir, "data-dir", o.DataDir,
 		"Directory of the embedded etcd's data (used when --etcd-servers is empty) and of generated serving certificates.")
-	r.SecureServing.AddFlags(fss.FlagSet("secure serving"))
+	serving := fss.FlagSet("secure serving")
+	r.SecureServing.AddFlags(serving)
+	serving.DurationVar(&o.ShutdownDelay, "shutdown-delay-duration", o.ShutdownDelay,
+		"Time the server keeps serving after SIGTERM while /readyz fails, so that endpoints and the aggregator stop sending it requests before it stops listening; then in-flight requests drain. Keep the pod's terminationGracePeriodSeconds above it plus the longest request.")
 	r.Authentication.AddFlags(fss.FlagSet("authentication"))
 	r.Authorization.AddFlags(fss.FlagSet("authorization"))
 	r.Audit.AddFlags(fss.FlagSet("auditing"))

@@ -39,6 +39,9 @@ type Options struct {
 
 	// DataDir holds the embedded etcd's data and generated serving certificates.
 	DataDir string
+	// ShutdownDelay is how long the server keeps serving after a stop
+	// signal while /readyz fails, so that endpoints drop it before it stops.
+	ShutdownDelay time.Duration
 	// SessionMinTTL is the shortest TTL a Session may ask for.
 	SessionMinTTL time.Duration
 	// SessionMaxTTL is the longest TTL a Session may ask for.
@@ -228,5 +231,10 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
 	}
-	return apiserver.NewConfig(o.RecommendedOptions, o.Server)
+	config, err := apiserver.NewConfig(o.RecommendedOptions, o.Server)
+	if err != nil {
+		return nil, err
+	}
+	config.GenericConfig.ShutdownDelayDuration = o.ShutdownDelay
+	return config, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
@@ -47,6 +48,18 @@ func TestServingCertificateFollowsNamespace(t *testing.T) {
 				t.Errorf("DNS names (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestShutdownDelay: --shutdown-delay-duration reaches the generic server,
+// which keeps serving that long after SIGTERM with /readyz failing (the
+// Deployment's rollout relies on it to lose no request).
+func TestShutdownDelay(t *testing.T) {
+	if got := completedConfig(t, t.TempDir()).GenericConfig.ShutdownDelayDuration; got != 0 {
+		t.Errorf("default shutdown delay %v, want 0", got)
+	}
+	if got := completedConfig(t, t.TempDir(), "--shutdown-delay-duration=10s").GenericConfig.ShutdownDelayDuration; got != 10*time.Second {
+		t.Errorf("shutdown delay %v, want 10s", got)
 	}
 }
 
