@@ -23,7 +23,7 @@ import (
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 func newListCommand(g *globals) *cobra.Command {
-	var all bool
+	var all, pending bool
 	// kubectl get's output flags and printers: cli-runtime's json, yaml,
 	// kyaml, name, jsonpath and go-template, with kubectl's custom-columns
 	// and tables (-o wide, --no-headers, --show-labels, -L, --show-kind).
@@ -32,7 +32,7 @@ func newListCommand(g *globals) *cobra.Command {
 	output.HumanReadableFlags.SortBy = nil
 	output.SetKind(v1alpha1.SchemeGroupVersion.WithKind("Session").GroupKind())
 	cmd := &cobra.Command{
-		Use:   "list [-A] [-o json|yaml|name|wide|jsonpath=...|go-template=...|custom-columns=...]",
+		Use:   "list [-A] [--pending] [-o json|yaml|name|wide|jsonpath=...|go-template=...|custom-columns=...]",
 		Short: "List sessions, with their owner, target, expiry, approval and reason",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,13 +51,20 @@ func newListCommand(g *globals) *cobra.Command {
 			if all {
 				ns = metav1.NamespaceAll
 			}
-			if tableFormat(output) {
-				return g.printTable(cmd.Context(), ns, printer)
+			q := listQuery{namespace: ns}
+			if pending {
+				// The server selects them, so that an approver's list is as
+				// cheap as the requests that wait.
+				q.fieldSelector = v1alpha1.FieldPendingApproval + "!="
 			}
-			return g.printList(cmd.Context(), ns, printer)
+			if tableFormat(output) {
+				return g.printTable(cmd.Context(), q, printer)
+			}
+			return g.printList(cmd.Context(), q, printer)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the sessions of every namespace.")
+	cmd.Flags().BoolVar(&pending, "pending", false, "List only the sessions whose request to open or extend waits for an approver.")
 	output.AddFlags(cmd)
 	return cmd
 }
@@ -70,22 +77,31 @@ func tableFormat(output *get.PrintFlags) bool {
 	return format == "" && template == "" || format == "wide"
 }
 
-// getSessions GETs the sessions of ns, or of every namespace for "", in the
-// representation accept asks for.
-func (g *globals) getSessions(ctx context.Context, ns, accept string) ([]byte, error) {
+// listQuery is which sessions a list shows: those of a namespace, or of
+// every namespace for "", that match a field selector if there is one.
+type listQuery struct {
+	namespace, fieldSelector string
+}
+
+// getSessions GETs the sessions q names, in the representation accept asks
+// for.
+func (g *globals) getSessions(ctx context.Context, q listQuery, accept string) ([]byte, error) {
 	c, err := g.client()
 	if err != nil {
 		return nil, err
 	}
-	return c.ClustergateV1alpha1().RESTClient().Get().NamespaceIfScoped(ns, ns != "").Resource("sessions").
-		SetHeader("Accept", accept).DoRaw(ctx)
+	req := c.ClustergateV1alpha1().RESTClient().Get().NamespaceIfScoped(q.namespace, q.namespace != "").Resource("sessions")
+	if q.fieldSelector != "" {
+		req = req.Param("fieldSelector", q.fieldSelector)
+	}
+	return req.SetHeader("Accept", accept).DoRaw(ctx)
 }
 
-// printList prints the sessions in ns as kubectl get prints objects: as
+// printList prints the sessions q names as kubectl get prints objects: as
 // they are in JSON, each item carrying its kind, which the name printer
 // needs.
-func (g *globals) printList(ctx context.Context, ns string, printer printers.ResourcePrinter) error {
-	raw, err := g.getSessions(ctx, ns, runtime.ContentTypeJSON)
+func (g *globals) printList(ctx context.Context, q listQuery, printer printers.ResourcePrinter) error {
+	raw, err := g.getSessions(ctx, q, runtime.ContentTypeJSON)
 	if err != nil {
 		return err
 	}
@@ -96,9 +112,9 @@ func (g *globals) printList(ctx context.Context, ns string, printer printers.Res
 	return printer.PrintObj(list, g.streams.Out)
 }
 
-// printTable prints the server's table of the sessions in ns.
-func (g *globals) printTable(ctx context.Context, ns string, printer printers.ResourcePrinter) error {
-	raw, err := g.getSessions(ctx, ns, tableAccept)
+// printTable prints the server's table of the sessions q names.
+func (g *globals) printTable(ctx context.Context, q listQuery, printer printers.ResourcePrinter) error {
+	raw, err := g.getSessions(ctx, q, tableAccept)
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,8 @@ import (
 // server's table shows of it.
 type listedSession struct {
 	namespace, name, owner, target, group, reason, approval string
+	// pending is the request that waits for an approver, if one does.
+	pending string
 }
 
 // listed are the sessions of the fake API server: two in demo, the
@@ -32,7 +34,7 @@ type listedSession struct {
 var listed = []listedSession{
 	{namespace: "demo", name: "fix", owner: "alice", target: "shoot/local", group: "admin", reason: "INC-4711", approval: "Approved by bob"},
 	{namespace: "demo", name: "look", owner: "bob", target: "cluster/mc-1", group: "viewer"},
-	{namespace: "sre", name: "audit", owner: "carol", target: "shoot/local", group: "viewer", reason: "audit"},
+	{namespace: "sre", name: "audit", owner: "carol", target: "shoot/local", group: "viewer", reason: "audit", approval: "Pending", pending: "Open"},
 }
 
 // listedIn are the listed sessions in namespace, of every namespace for "".
@@ -76,7 +78,15 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			{Name: "Approval", Type: "string", Priority: 1}, {Name: "Reason", Type: "string", Priority: 1},
 		},
 	}
+	selector := r.URL.Query().Get("fieldSelector")
+	if selector != "" && selector != v1alpha1.FieldPendingApproval+"!=" {
+		http.Error(w, "field label not supported: "+selector, http.StatusBadRequest)
+		return
+	}
 	for _, l := range listedIn(r.PathValue("namespace")) {
+		if selector != "" && l.pending == "" {
+			continue
+		}
 		s, err := l.session()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -131,6 +141,10 @@ sre         audit   carol   shoot/local    viewer   59m       True
 		{name: "table without headers, with a label's column", args: []string{"--no-headers", "-L", "team"}, want: `fix    alice   shoot/local    admin    59m   True   demo
 look   bob     cluster/mc-1   viewer   59m   True   demo
 `},
+		{name: "waiting for an approver, of every namespace", args: []string{"--pending", "-A", "-o", "wide"}, want: "" +
+			"NAMESPACE   NAME    OWNER   TARGET        ACCESS   EXPIRES   READY   EXPIRES-AT             APPROVAL   REASON\n" +
+			"sre         audit   carol   shoot/local   viewer   59m       True    2026-11-30T11:00:00Z   Pending    audit\n"},
+		{name: "none waiting", args: []string{"--pending"}, wantErrOut: "No sessions found.\n"},
 		{name: "no sessions", args: []string{"-n", "empty"}, wantErrOut: "No sessions found.\n"},
 		{name: "json", args: []string{"-o", "json"}},
 		{name: "yaml", args: []string{"-o", "yaml"}},

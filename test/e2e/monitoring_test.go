@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/clustergate/clustergate/internal/localcluster"
 	monitoring "github.com/clustergate/clustergate/internal/monitoringartifacts"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -45,6 +47,10 @@ func TestMonitoring(t *testing.T) {
 	waitSessionReady(t, client, ns, "ended")
 	kubectl(t, "-n", ns, "delete", "session", "ended", "--wait=true")
 	waitCondition(t, client, ns, "local", v1alpha1.KubeconfigReasonCreated, time.Minute)
+	// An extension waits for an approver from here to the end: the alert
+	// for approvers fires on its real waiting time, which the rules'
+	// compression does not shorten.
+	approvalNS, waitingSince := waitingExtension(t)
 	prom, err := cp.StartPrometheus(ctx, localcluster.PrometheusOptions{ScrapeInterval: time.Second, TimeCompression: compression})
 	if err != nil {
 		t.Fatal(err)
@@ -165,6 +171,34 @@ func TestMonitoring(t *testing.T) {
 			alert, time.Since(restarting).Round(time.Second), time.Since(back).Round(time.Second))
 	})
 
+	t.Run("an extension waiting for an approver fires ClustergateSessionApprovalPending for its namespace", func(t *testing.T) {
+		const alert = "ClustergateSessionApprovalPending"
+		// Approvers find it without Prometheus: by field selector and with
+		// the plugin.
+		listed := kubectl(t, "get", "sessions", "-A", "--field-selector", v1alpha1.FieldPendingApproval+"!=", "-o", "name")
+		if strings.TrimSpace(listed) != "session.clustergate.dev/waiting" {
+			t.Errorf("sessions with a pending approval: %q", listed)
+		}
+		pending := kubectlAs(t, userKubeconfig(t, "bob"), "session", "list", "--pending", "-n", approvalNS, "-o", "wide")
+		if !strings.Contains(pending, "waiting") || !strings.Contains(pending, "Pending") {
+			t.Errorf("kubectl session list --pending:\n%s", pending)
+		}
+		var fired *localcluster.Alert
+		eventually(t, 4*time.Minute, alert+" firing", func() error {
+			if fired = findAlert(t, prom, alert); fired == nil || fired.State != "firing" {
+				return fmt.Errorf("alert %+v", fired)
+			}
+			return nil
+		})
+		t.Logf("%s fired %s after the extension was asked for", alert, time.Since(waitingSince).Round(time.Second))
+		if fired.Labels["session_namespace"] != approvalNS || fired.Labels["request"] != string(v1alpha1.ApprovalExtend) || fired.Labels["severity"] != "info" {
+			t.Errorf("alert labels %v", fired.Labels)
+		}
+		if !strings.Contains(fired.Annotations["description"], "kubectl session list --pending -n "+approvalNS) {
+			t.Errorf("alert annotations %v", fired.Annotations)
+		}
+	})
+
 	// Last, with the history the Gardener outage left.
 	t.Run("every dashboard query runs", func(t *testing.T) {
 		queries, err := monitoring.DashboardQueries(filepath.Join(cp.RepoRoot(), monitoring.DashboardFile))
@@ -184,6 +218,34 @@ func TestMonitoring(t *testing.T) {
 		}
 		t.Logf("%d dashboard queries, %d without data here: %s", len(queries), len(empty), strings.Join(empty, "; "))
 	})
+}
+
+// waitingExtension leaves a breakglass session whose owner, alice, asked
+// to extend it, waiting for an approver, and returns its namespace and when
+// she asked. The extension, unlike an opening request, waits until the
+// session expires, an hour later.
+func waitingExtension(t *testing.T) (string, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	ns := namespace(t, "approvers")
+	grantBreakglass(t, ns, "alice", "bob")
+	aliceKubeconfig := userKubeconfig(t, "alice", "sre")
+	alice, bob := clientOf(t, aliceKubeconfig), clientOf(t, userKubeconfig(t, "bob"))
+	apply(t, aliceKubeconfig, clusterSessionManifest("waiting", "1h", approvalGroup), "-n", ns)
+	eventually(t, 30*time.Second, "the session waits for its approver", func() error {
+		_, err := decide(bob, ns, "waiting", v1alpha1.ApprovalApproved, "INC-9")
+		return err
+	})
+	s := waitSessionReady(t, alice, ns, "waiting")
+	s.Status.ExpiresAt = &metav1.Time{Time: s.Status.ExpiresAt.Add(10 * time.Minute)}
+	extended, err := alice.ClustergateV1alpha1().Sessions(ns).UpdateExtension(ctx, s.Name, s, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := extended.Status.PendingApproval(); a == nil || a.Type != v1alpha1.ApprovalExtend {
+		t.Fatalf("after the extension the approvals are %+v, want an Extend pending", extended.Status.Approvals)
+	}
+	return ns, time.Now()
 }
 
 // scrape returns clustergate's /metrics as Prometheus reads it: the

@@ -107,6 +107,16 @@ var (
 		"Since when the session that has been not Ready longest has been so (its Ready condition's last transition, or its creation "+
 			"while it has none), in seconds since the epoch, by target kind and the condition's reason (Pending: none yet); absent while every session is Ready.",
 		[]string{"target_kind", "reason"}, nil, metrics.ALPHA, "")
+	// Approvers are per namespace (the approve verb is granted there), so
+	// the namespace of the waiting requests is a label: bounded by the
+	// requests that wait, not by the namespaces that exist.
+	pendingApprovalsDesc = metrics.NewDesc("clustergate_session_pending_approvals",
+		"Requests waiting for an approver, by the sessions' namespace, target kind and request (Open, Extend).",
+		[]string{"session_namespace", "target_kind", "request"}, nil, metrics.ALPHA, "")
+	oldestPendingApprovalDesc = metrics.NewDesc("clustergate_session_oldest_pending_approval_timestamp_seconds",
+		"When the request that has waited longest for an approver was made (its requestedAt), in seconds since the epoch, "+
+			"by the sessions' namespace, target kind and request (Open, Extend); absent while no request waits.",
+		[]string{"session_namespace", "target_kind", "request"}, nil, metrics.ALPHA, "")
 )
 
 // Collector reports the sessions in an informer's cache.
@@ -130,6 +140,8 @@ func NewCollector(sessions listers.SessionLister, synced cache.InformerSynced, c
 func (c *Collector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- sessionsDesc
 	ch <- oldestNotReadyDesc
+	ch <- pendingApprovalsDesc
+	ch <- oldestPendingApprovalDesc
 }
 
 // CollectWithStability sends the metrics computed from the cache now.
@@ -144,11 +156,20 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 	now := c.clock.Now()
 	live := map[[3]string]int{}
 	oldest := map[[2]string]float64{}
+	pending := map[[3]string]int{}
+	oldestPending := map[[3]string]float64{}
 	for _, s := range sessions {
 		if v1alpha1.SessionStateAt(s, now).Ended() {
 			continue
 		}
 		kind := targetKind(s)
+		if a := s.Status.PendingApproval(); a != nil {
+			key := [3]string{s.Namespace, kind, string(a.Type)}
+			pending[key]++
+			if t, ok := oldestPending[key]; !ok || float64(a.RequestedAt.Unix()) < t {
+				oldestPending[key] = float64(a.RequestedAt.Unix())
+			}
+		}
 		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady)
 		if ready != nil && ready.Status == metav1.ConditionTrue {
 			live[[3]string{s.Spec.AccessLevel.Group, kind, "true"}]++
@@ -169,5 +190,9 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 	}
 	for k, t := range oldest {
 		ch <- metrics.NewLazyConstMetric(oldestNotReadyDesc, metrics.GaugeValue, t, k[0], k[1])
+	}
+	for k, n := range pending {
+		ch <- metrics.NewLazyConstMetric(pendingApprovalsDesc, metrics.GaugeValue, float64(n), k[0], k[1], k[2])
+		ch <- metrics.NewLazyConstMetric(oldestPendingApprovalDesc, metrics.GaugeValue, oldestPending[k], k[0], k[1], k[2])
 	}
 }

@@ -37,6 +37,22 @@ func metricsSession(name, level string, cluster bool, conditions ...metav1.Condi
 	return s
 }
 
+// waiting is a session whose last request, of type typ, has waited for an
+// approver since ago: an opening one has no expiry and waits on a shoot, an
+// extension belongs to a Ready session on a cluster.
+func waiting(name, ns string, typ v1alpha1.SessionApprovalType, ago time.Duration) *v1alpha1.Session {
+	requested := v1alpha1.SessionApproval{Type: typ, Decision: v1alpha1.ApprovalPending, RequestedAt: *metricsAt(ago)}
+	if typ == v1alpha1.ApprovalOpen {
+		s := metricsSession(name, "admin", false, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonWaitingForApproval, ago))
+		s.Namespace, s.Status.ExpiresAt, s.Status.Approvals = ns, nil, []v1alpha1.SessionApproval{requested}
+		return s
+	}
+	s := metricsSession(name, "admin", true, readyCondition(metav1.ConditionTrue, "SessionReady", -time.Hour))
+	s.Namespace = ns
+	s.Status.Approvals = []v1alpha1.SessionApproval{{Type: v1alpha1.ApprovalOpen, Decision: v1alpha1.ApprovalApproved}, requested}
+	return s
+}
+
 func readyCondition(status metav1.ConditionStatus, reason string, since time.Duration) metav1.Condition {
 	return metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: status, Reason: reason, LastTransitionTime: *metricsAt(since)}
 }
@@ -132,18 +148,30 @@ func TestCollector(t *testing.T) {
 			metricsSession("f", "viewer", false, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonTargetUnreachable, -5*time.Minute)),
 			// No condition yet: since its creation.
 			metricsSession("g", "admin", false),
+			// Waiting for an approver: to open, the older of two counts,
+			// and to extend, in another namespace.
+			waiting("h", "sre", v1alpha1.ApprovalOpen, -3*time.Minute),
+			waiting("i", "sre", v1alpha1.ApprovalOpen, -7*time.Minute),
+			waiting("j", "db", v1alpha1.ApprovalExtend, -2*time.Minute),
 			// Over, and not counted.
 			expired, deleting,
 		}, want: fmt.Sprintf(`
 clustergate_sessions{access_level="admin",ready="true",target_kind="shoot"} 2
-clustergate_sessions{access_level="admin",ready="false",target_kind="shoot"} 1
+clustergate_sessions{access_level="admin",ready="false",target_kind="shoot"} 3
+clustergate_sessions{access_level="admin",ready="true",target_kind="cluster"} 1
 clustergate_sessions{access_level="viewer",ready="true",target_kind="cluster"} 1
 clustergate_sessions{access_level="viewer",ready="false",target_kind="cluster"} 2
 clustergate_sessions{access_level="viewer",ready="false",target_kind="shoot"} 1
 clustergate_session_oldest_not_ready_timestamp_seconds{reason="CSRPending",target_kind="cluster"} %d
 clustergate_session_oldest_not_ready_timestamp_seconds{reason="TargetUnreachable",target_kind="shoot"} %d
 clustergate_session_oldest_not_ready_timestamp_seconds{reason="Pending",target_kind="shoot"} %d
-`, metricsNow.Add(-20*time.Minute).Unix(), metricsNow.Add(-5*time.Minute).Unix(), metricsNow.Add(-time.Minute).Unix())},
+clustergate_session_oldest_not_ready_timestamp_seconds{reason="WaitingForApproval",target_kind="shoot"} %d
+clustergate_session_pending_approvals{request="Open",session_namespace="sre",target_kind="shoot"} 2
+clustergate_session_pending_approvals{request="Extend",session_namespace="db",target_kind="cluster"} 1
+clustergate_session_oldest_pending_approval_timestamp_seconds{request="Open",session_namespace="sre",target_kind="shoot"} %d
+clustergate_session_oldest_pending_approval_timestamp_seconds{request="Extend",session_namespace="db",target_kind="cluster"} %d
+`, metricsNow.Add(-20*time.Minute).Unix(), metricsNow.Add(-5*time.Minute).Unix(), metricsNow.Add(-time.Minute).Unix(),
+			metricsNow.Add(-7*time.Minute).Unix(), metricsNow.Add(-7*time.Minute).Unix(), metricsNow.Add(-2*time.Minute).Unix())},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -155,7 +183,8 @@ clustergate_session_oldest_not_ready_timestamp_seconds{reason="Pending",target_k
 			}
 			c := NewCollector(listers.NewSessionLister(indexer), func() bool { return tt.synced }, clocktesting.NewFakeClock(metricsNow))
 			if err := testutil.CustomCollectAndCompare(c, strings.NewReader(collectorHelp+tt.want),
-				"clustergate_sessions", "clustergate_session_oldest_not_ready_timestamp_seconds"); err != nil {
+				"clustergate_sessions", "clustergate_session_oldest_not_ready_timestamp_seconds",
+				"clustergate_session_pending_approvals", "clustergate_session_oldest_pending_approval_timestamp_seconds"); err != nil {
 				t.Error(err)
 			}
 		})
@@ -167,4 +196,8 @@ const collectorHelp = `
 # TYPE clustergate_sessions gauge
 # HELP clustergate_session_oldest_not_ready_timestamp_seconds [ALPHA] Since when the session that has been not Ready longest has been so (its Ready condition's last transition, or its creation while it has none), in seconds since the epoch, by target kind and the condition's reason (Pending: none yet); absent while every session is Ready.
 # TYPE clustergate_session_oldest_not_ready_timestamp_seconds gauge
+# HELP clustergate_session_pending_approvals [ALPHA] Requests waiting for an approver, by the sessions' namespace, target kind and request (Open, Extend).
+# TYPE clustergate_session_pending_approvals gauge
+# HELP clustergate_session_oldest_pending_approval_timestamp_seconds [ALPHA] When the request that has waited longest for an approver was made (its requestedAt), in seconds since the epoch, by the sessions' namespace, target kind and request (Open, Extend); absent while no request waits.
+# TYPE clustergate_session_oldest_pending_approval_timestamp_seconds gauge
 `

@@ -166,9 +166,14 @@ func SelectableFields(s *clustergate.Session) fields.Set {
 	if s.Spec.Target.Shoot != nil {
 		shoot = s.Spec.Target.Shoot.Name
 	}
+	pending := ""
+	if a := s.Status.PendingApproval(); a != nil {
+		pending = string(a.Type)
+	}
 	return generic.AddObjectMetaFieldsSet(fields.Set{
 		v1alpha1.FieldOwnerUsername:   s.Spec.Owner.Username,
 		v1alpha1.FieldTargetShootName: shoot,
+		v1alpha1.FieldPendingApproval: pending,
 	}, &s.ObjectMeta, true)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -26,5 +27,46 @@ func TestPrepareForCreateFinalizer(t *testing.T) {
 		if diff := cmp.Diff(want, s.Finalizers); diff != "" {
 			t.Errorf("controller runs: %v: finalizers (-want +got):\n%s", finalize, diff)
 		}
+	}
+}
+
+// TestSelectableFields: approvers select the sessions whose last request
+// waits for them, whichever request it is; a decided one is not selected.
+func TestSelectableFields(t *testing.T) {
+	approval := func(typ clustergate.SessionApprovalType, d clustergate.ApprovalDecision) clustergate.SessionApproval {
+		return clustergate.SessionApproval{Type: typ, Decision: d}
+	}
+	tests := []struct {
+		name      string
+		approvals []clustergate.SessionApproval
+		selector  string
+		want      bool
+	}{
+		{name: "no approval needed", selector: "status.pendingApproval!=", want: false},
+		{name: "opening waits", approvals: []clustergate.SessionApproval{approval(clustergate.ApprovalOpen, clustergate.ApprovalPending)},
+			selector: "status.pendingApproval=Open", want: true},
+		{name: "opening waits, any request", approvals: []clustergate.SessionApproval{approval(clustergate.ApprovalOpen, clustergate.ApprovalPending)},
+			selector: "status.pendingApproval!=", want: true},
+		{name: "extension waits", approvals: []clustergate.SessionApproval{
+			approval(clustergate.ApprovalOpen, clustergate.ApprovalApproved), approval(clustergate.ApprovalExtend, clustergate.ApprovalPending)},
+			selector: "status.pendingApproval=Extend", want: true},
+		{name: "extension decided", approvals: []clustergate.SessionApproval{
+			approval(clustergate.ApprovalOpen, clustergate.ApprovalApproved), approval(clustergate.ApprovalExtend, clustergate.ApprovalDenied)},
+			selector: "status.pendingApproval!=", want: false},
+		{name: "by owner and pending", approvals: []clustergate.SessionApproval{approval(clustergate.ApprovalOpen, clustergate.ApprovalPending)},
+			selector: "spec.owner.username=alice,status.pendingApproval=Open", want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &clustergate.Session{Spec: clustergate.SessionSpec{Owner: clustergate.SessionOwner{Username: "alice"}},
+				Status: clustergate.SessionStatus{Approvals: tt.approvals}}
+			sel, err := fields.ParseSelector(tt.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sel.Matches(SelectableFields(s)); got != tt.want {
+				t.Errorf("%s matches %v, want %v", tt.selector, got, tt.want)
+			}
+		})
 	}
 }

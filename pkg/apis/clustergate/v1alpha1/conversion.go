@@ -16,6 +16,10 @@ const (
 	FieldOwnerUsername = "spec.owner.username"
 	// FieldTargetShootName selects Sessions by target Shoot.
 	FieldTargetShootName = "spec.target.shoot.name"
+	// FieldPendingApproval selects Sessions by the request that waits for
+	// an approver: Open or Extend, empty when none waits. Approvers list
+	// and watch "status.pendingApproval!=".
+	FieldPendingApproval = "status.pendingApproval"
 	// FieldShootName selects GardenerClusterKubeconfigs by Shoot.
 	FieldShootName = "spec.shoot.name"
 	// FieldState selects GardenerClusterKubeconfigs by state.
@@ -24,7 +28,7 @@ const (
 
 func addFieldLabelConversionFuncs(scheme *runtime.Scheme) error {
 	if err := scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("Session"),
-		fieldLabelConversion(FieldOwnerUsername, FieldTargetShootName)); err != nil {
+		fieldLabelConversion(FieldOwnerUsername, FieldTargetShootName, FieldPendingApproval)); err != nil {
 		return err
 	}
 	return scheme.AddFieldLabelConversionFunc(SchemeGroupVersion.WithKind("GardenerClusterKubeconfig"),

@@ -71,3 +71,12 @@ func sessionState(deletion, expiresAt *metav1.Time, conditions []metav1.Conditio
 	}
 	return SessionLive
 }
+
+// PendingApproval returns the request of the session that waits for an
+// approver, or nil when none does: only the last request can.
+func (s *SessionStatus) PendingApproval() *SessionApproval {
+	if n := len(s.Approvals); n > 0 && s.Approvals[n-1].Decision == ApprovalPending {
+		return &s.Approvals[n-1]
+	}
+	return nil
+}
