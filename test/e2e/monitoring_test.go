@@ -179,10 +179,7 @@ func TestMonitoring(t *testing.T) {
 		if strings.TrimSpace(listed) != "session.clustergate.dev/waiting" {
 			t.Errorf("sessions with a pending approval: %q", listed)
 		}
-		pending := kubectlAs(t, userKubeconfig(t, "bob"), "session", "list", "--pending", "-n", approvalNS, "-o", "wide")
-		if !strings.Contains(pending, "waiting") || !strings.Contains(pending, "Pending") {
-			t.Errorf("kubectl session list --pending:\n%s", pending)
-		}
+		mustSession(t, userKubeconfig(t, "bob"), approvalNS, "Extend Pending", "list", "--pending", "-o", "wide")
 		var fired *localcluster.Alert
 		eventually(t, 4*time.Minute, alert+" firing", func() error {
 			if fired = findAlert(t, prom, alert); fired == nil || fired.State != "firing" {
