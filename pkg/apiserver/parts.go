@@ -82,6 +82,9 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	if err != nil {
 		return err
 	}
+	// Every replica records the last use of the sessions it serves, at
+	// most once an interval per session across the replicas.
+	p.registry.RecordLastUse(extra.SessionPolicy.LastUseInterval(), lastUseWriter(client))
 	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
 		clustergateinformers.WithTransform(controllerutil.SlimForCache))
 	sessions := factory.Clustergate().V1alpha1().Sessions()

@@ -34,6 +34,13 @@ type Target struct {
 	Reason string
 	// ExpiresAt ends every connection of the session.
 	ExpiresAt time.Time
+	// IdleAt, the session's idle deadline as read (zero: none), ends them
+	// too, unless a use recorded since moves it later.
+	IdleAt time.Time
+	// ResourceVersion and LastUsedAt are the session's as read: where the
+	// record of its last use starts from when this replica has none.
+	ResourceVersion string
+	LastUsedAt      time.Time
 	// Backend is the target's kube-apiserver.
 	Backend *url.URL
 	// Transport reaches the backend with the session's credentials and
@@ -113,9 +120,19 @@ type proxiedRequest struct {
 // owner's limits, and logs it.
 func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
 	start := r.clock.Now()
-	ctx, release, err := r.Open(req.Context(), t.UID, t.Owner, t.ExpiresAt)
+	ctx, release, err := r.OpenUntil(req.Context(), t.UID, t.Owner, t.ExpiresAt, t.IdleAt)
 	if err != nil {
 		return nil, err
+	}
+	if r.uses != nil {
+		// A request uses the session while it is open: its end is the
+		// last use until another comes.
+		r.uses.opened(t)
+		registered := release
+		release = sync.OnceFunc(func() {
+			registered()
+			r.uses.closed(t.UID)
+		})
 	}
 	openRequests.Inc()
 	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release,
@@ -216,7 +233,7 @@ func (p *proxiedRequest) close() {
 // handler returned.
 func sessionEnd(ctx context.Context) error {
 	cause := context.Cause(ctx)
-	for _, end := range []error{ErrExpired, ErrDeleted, ErrNotReady} {
+	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady} {
 		if errors.Is(cause, end) {
 			return cause
 		}
@@ -229,7 +246,7 @@ func statusFor(err error, t Target) error {
 	switch {
 	case errors.Is(err, ErrTooManyForSession), errors.Is(err, ErrTooManyForOwner):
 		return apierrors.NewTooManyRequests(err.Error(), 1)
-	case errors.Is(err, ErrExpired):
+	case errors.Is(err, ErrExpired), errors.Is(err, ErrIdle):
 		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, err))
 	case errors.Is(err, ErrDeleted):

@@ -18,12 +18,12 @@ var (
 	})
 	closedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "closed_requests_total",
-		Help:           "Proxied requests and streams that ended, by reason (completed, expired, deleted, not_ready).",
+		Help:           "Proxied requests and streams that ended, by reason (completed, expired, idle, deleted, not_ready).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	refusedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "refused_requests_total",
-		Help:           "Proxied requests refused by this replica's registry, by reason (expired, deleted, not_ready, session_limit, owner_limit).",
+		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, session_limit, owner_limit).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 )
@@ -32,10 +32,10 @@ func init() {
 	legacyregistry.MustRegister(openRequests, closedRequests, refusedRequests)
 	// Every series exists from the start at zero, so that rate() and
 	// increase() count the first request of each reason too.
-	for _, err := range []error{nil, ErrExpired, ErrDeleted, ErrNotReady} {
+	for _, err := range []error{nil, ErrExpired, ErrIdle, ErrDeleted, ErrNotReady} {
 		closedRequests.WithLabelValues(reasonLabel(err))
 	}
-	for _, err := range []error{ErrExpired, ErrDeleted, ErrNotReady, ErrTooManyForSession, ErrTooManyForOwner} {
+	for _, err := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrTooManyForSession, ErrTooManyForOwner} {
 		refusedRequests.WithLabelValues(reasonLabel(err))
 	}
 }
@@ -48,6 +48,8 @@ func reasonLabel(err error) string {
 		return "completed"
 	case errors.Is(err, ErrExpired):
 		return "expired"
+	case errors.Is(err, ErrIdle):
+		return "idle"
 	case errors.Is(err, ErrDeleted):
 		return "deleted"
 	case errors.Is(err, ErrNotReady):

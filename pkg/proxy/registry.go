@@ -3,8 +3,9 @@
 
 // Package proxy streams a session owner's requests to the session's target
 // and ends them when the session ends. Every server replica keeps its own
-// Registry of open connections with a timer at each session's expiry, so no
-// connection outlives its session by waiting for a leader.
+// Registry of open connections with a timer at each session's expiry and
+// idle deadline, so no connection outlives its session by waiting for a
+// leader, and records when its sessions were last used (lastuse.go).
 package proxy
 
 import (
@@ -22,6 +23,7 @@ var (
 	ErrExpired  = errors.New("the session expired")
 	ErrDeleted  = errors.New("the session was deleted")
 	ErrNotReady = errors.New("the session is no longer ready")
+	ErrIdle     = errors.New("the session went idle: unused for its idle timeout")
 	// ErrTooManyForSession and ErrTooManyForOwner refuse a connection past
 	// the concurrency limits.
 	ErrTooManyForSession = errors.New("too many concurrent requests through this session")
@@ -51,27 +53,44 @@ type Registry struct {
 	// connection here, so that a connection opened from an older read of
 	// the session still ends at the new expiry.
 	extended map[types.UID]time.Time
+	// idle holds the latest idle deadline the sessions informer reported
+	// for each session with an idle timeout, for the same reason: an older
+	// read holds an earlier one.
+	idle map[types.UID]time.Time
+	// uses records the sessions' last use in their status; nil records
+	// nothing.
+	uses *lastUse
 }
 
 type tracked struct {
 	owner string
 	conns map[uint64]context.CancelCauseFunc
-	// expiresAt is when the timer ends the session.
-	expiresAt time.Time
-	// timer ends the session at its expiry, or forgets it once ended.
+	// expiresAt and idleAt (zero: none) are when the timer ends the
+	// session, whichever comes first.
+	expiresAt, idleAt time.Time
+	// timer ends the session at its expiry or idle deadline, or forgets it
+	// once ended.
 	timer clock.Timer
 	ended error
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry(clk clock.WithDelayedExecution, limits Limits) *Registry {
-	return &Registry{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{}, extended: map[types.UID]time.Time{}}
+	return &Registry{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{},
+		extended: map[types.UID]time.Time{}, idle: map[types.UID]time.Time{}}
 }
 
 // Open registers a connection of a session. The returned context is
 // canceled, with the reason as its cause, when the session expires or is
 // ended; release must be called when the connection is over.
 func (r *Registry) Open(parent context.Context, uid types.UID, owner string, expiresAt time.Time) (context.Context, func(), error) {
+	return r.OpenUntil(parent, uid, owner, expiresAt, time.Time{})
+}
+
+// OpenUntil is Open for a session that also ends at idleAt, its idle
+// deadline as read with the session (zero: none); a later one the sessions
+// informer reported since counts instead.
+func (r *Registry) OpenUntil(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time) (context.Context, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.sessions[uid]
@@ -81,8 +100,15 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 	if later, ok := r.extended[uid]; ok && later.After(expiresAt) {
 		expiresAt = later
 	}
-	if !r.clock.Now().Before(expiresAt) {
+	if later, ok := r.idle[uid]; ok && later.After(idleAt) {
+		idleAt = later
+	}
+	now := r.clock.Now()
+	if !now.Before(expiresAt) {
 		return nil, nil, ErrExpired
+	}
+	if !idleAt.IsZero() && !now.Before(idleAt) {
+		return nil, nil, ErrIdle
 	}
 	if t != nil && r.limits.PerSession > 0 && len(t.conns) >= r.limits.PerSession {
 		return nil, nil, ErrTooManyForSession
@@ -91,7 +117,7 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 		return nil, nil, ErrTooManyForOwner
 	}
 	if t == nil {
-		t = &tracked{owner: owner, conns: map[uint64]context.CancelCauseFunc{}}
+		t = &tracked{owner: owner, conns: map[uint64]context.CancelCauseFunc{}, idleAt: idleAt}
 		r.expireAt(uid, t, expiresAt)
 		r.sessions[uid] = t
 	}
@@ -116,22 +142,50 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 	return ctx, release, nil
 }
 
-// expireAt sets the timer of t to end its session at expiresAt.
+// expireAt sets the timer of t to end its session at expiresAt or at its
+// idle deadline, whichever comes first.
 func (r *Registry) expireAt(uid types.UID, t *tracked, expiresAt time.Time) {
 	t.expiresAt = expiresAt
+	at, reason := expiresAt, ErrExpired
+	if !t.idleAt.IsZero() && t.idleAt.Before(at) {
+		at, reason = t.idleAt, ErrIdle
+	}
+	idleAt := t.idleAt
 	// The callback may run inside a fake clock's Step, which holds the
 	// clock: end the session from its own goroutine.
-	t.timer = r.clock.AfterFunc(expiresAt.Sub(r.clock.Now()), func() { go r.expire(uid, t, expiresAt) })
+	t.timer = r.clock.AfterFunc(at.Sub(r.clock.Now()), func() { go r.expire(uid, t, expiresAt, idleAt, reason) })
 }
 
-// expire ends the session of t when its timer at expiresAt fired, unless
-// an extension moved the expiry since: one that came between the timer and
-// this call would otherwise be lost to the tombstone.
-func (r *Registry) expire(uid types.UID, t *tracked, expiresAt time.Time) {
+// expire ends the session of t when its timer fired, unless an extension
+// or a recorded use moved its end since: one that came between the timer
+// and this call would otherwise be lost to the tombstone.
+func (r *Registry) expire(uid types.UID, t *tracked, expiresAt, idleAt time.Time, reason error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.sessions[uid] == t && t.expiresAt.Equal(expiresAt) {
-		r.end(uid, ErrExpired)
+	if r.sessions[uid] == t && t.expiresAt.Equal(expiresAt) && t.idleAt.Equal(idleAt) {
+		r.end(uid, reason)
+	}
+}
+
+// Idle moves the idle deadline of a session's connections later, to
+// idleAt, as a use recorded in its status does; an earlier one changes
+// nothing. A deadline that reaches this replica just after its timer ended
+// the session, from a use recorded in time, lifts the tombstone.
+func (r *Registry) Idle(uid types.UID, idleAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if later, ok := r.idle[uid]; !ok || idleAt.After(later) {
+		r.idle[uid] = idleAt
+	}
+	t := r.sessions[uid]
+	if t != nil && errors.Is(t.ended, ErrIdle) && idleAt.After(t.idleAt) && r.clock.Now().Before(idleAt) {
+		r.lift(uid, t)
+		return
+	}
+	if t != nil && t.ended == nil && idleAt.After(t.idleAt) {
+		t.timer.Stop()
+		t.idleAt = idleAt
+		r.expireAt(uid, t, t.expiresAt)
 	}
 }
 
@@ -159,6 +213,15 @@ func (r *Registry) Extend(uid types.UID, expiresAt time.Time) {
 		t.timer.Stop()
 		r.expireAt(uid, t, expiresAt)
 	}
+}
+
+// Forget drops what the registry remembers of a deleted session beyond
+// its tombstone.
+func (r *Registry) Forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.extended, uid)
+	delete(r.idle, uid)
 }
 
 // End ends every connection of a session with the given reason and refuses

@@ -4,6 +4,8 @@
 package proxy
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -12,16 +14,24 @@ import (
 )
 
 // EndWithSessions ends the connections of a session as soon as the informer
-// reports it deleted, being deleted, or no longer Ready, resumes it when it
-// is Ready again, and moves their end when its expiry moves later (an
-// extension); forget is called with the UID of each session that is gone.
+// reports it deleted, being deleted, or no longer Ready (Idle, when its
+// Ready condition says so), resumes it when it is Ready again, and moves
+// their end when its expiry or idle deadline moves later (an extension, a
+// recorded use); forget is called with the UID of each session that is
+// gone.
 func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget func(types.UID)) error {
 	_, err := sessions.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		// Connections may be open before the informer's first list.
 		AddFunc: func(obj any) {
-			if s, ok := obj.(*v1alpha1.Session); ok && s.DeletionTimestamp != nil {
-				r.End(s.UID, ErrDeleted)
+			s, ok := obj.(*v1alpha1.Session)
+			if !ok {
+				return
 			}
+			if s.DeletionTimestamp != nil {
+				r.End(s.UID, ErrDeleted)
+				return
+			}
+			r.observe(s)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, okOld := oldObj.(*v1alpha1.Session)
@@ -40,9 +50,14 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 			if s.Status.ExpiresAt != nil && (old.Status.ExpiresAt == nil || s.Status.ExpiresAt.After(old.Status.ExpiresAt.Time)) {
 				r.Extend(s.UID, s.Status.ExpiresAt.Time)
 			}
+			r.observe(s)
 			switch {
 			case wasReady && !ready:
-				r.End(s.UID, ErrNotReady)
+				why := ErrNotReady
+				if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil && c.Reason == v1alpha1.SessionReasonIdle {
+					why = ErrIdle
+				}
+				r.End(s.UID, why)
 			case !wasReady && ready:
 				r.Resume(s.UID)
 			}
@@ -53,9 +68,27 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 			}
 			if s, ok := obj.(*v1alpha1.Session); ok {
 				r.End(s.UID, ErrDeleted)
+				r.Forget(s.UID)
+				if r.uses != nil {
+					r.uses.forget(s.UID)
+				}
 				forget(s.UID)
 			}
 		},
 	})
 	return err
+}
+
+// observe takes in a session's idle deadline and last use.
+func (r *Registry) observe(s *v1alpha1.Session) {
+	if deadline, ok := v1alpha1.IdleDeadline(s); ok {
+		r.Idle(s.UID, deadline)
+	}
+	if r.uses != nil {
+		var lastUsedAt time.Time
+		if s.Status.LastUsedAt != nil {
+			lastUsedAt = s.Status.LastUsedAt.Time
+		}
+		r.uses.observed(s.UID, s.ResourceVersion, lastUsedAt)
+	}
 }

@@ -63,6 +63,12 @@ func (o *Options) addSessionFlags(fss *cliflag.NamedFlagSets) {
 	fs.DurationVar(&lc.ApprovalTimeout, "session-approval-timeout", lc.ApprovalTimeout, "How long a Session may wait for approval before it is removed.")
 	fs.DurationVar(&lc.MaxLifetime, "session-max-lifetime", lc.MaxLifetime,
 		"Latest expiry an extension may give a Session, counted from the start of its access window (creation or approval); 0 is --session-max-ttl.")
+	fs.DurationVar(&lc.IdleTimeout, "session-idle-timeout", lc.IdleTimeout,
+		"spec.idleTimeout of Sessions that name none: a Session whose proxy no request or open stream used for that long ends (Ready=False, reason Idle, credentials removed). 0 is none, or --session-max-idle-timeout when that is set.")
+	fs.DurationVar(&lc.MaxIdleTimeout, "session-max-idle-timeout", lc.MaxIdleTimeout,
+		"Longest spec.idleTimeout a Session may ask for; when set, none (0s) is refused too. 0 is no bound.")
+	fs.DurationVar(&lc.LastUsedInterval, "session-last-used-interval", lc.LastUsedInterval,
+		"How often, at most, the replicas write a Session's status.lastUsedAt between them while it is used. The shortest idle timeout is four of it. Meant to stay at its default; shorter only for tests.")
 }
 
 // addAccessFlags adds the sections of the ways into a session: the

@@ -69,7 +69,7 @@ func NewOptions() *Options {
 		SessionMinTTL:       policy.MinTTL,
 		SessionMaxTTL:       policy.MaxTTL,
 		SessionAccessGroups: sets.List(policy.AccessGroups),
-		SessionLifecycle:    validation.SessionPolicy{ApprovalTimeout: policy.ApprovalTimeout},
+		SessionLifecycle:    validation.SessionPolicy{ApprovalTimeout: policy.ApprovalTimeout, LastUsedInterval: policy.LastUsedInterval},
 		istioSelector:       "istio=clustergate-data-plane",
 	}
 	// Field by field: the settings' types belong to the server's parts,

@@ -32,6 +32,9 @@ type SessionSpec struct {
 	Target SessionTarget
 	// Reason is why the session is opened, such as an incident or a ticket.
 	Reason string
+	// IdleTimeout ends the session once it has gone unused that long; nil
+	// or 0 is none.
+	IdleTimeout *metav1.Duration
 }
 
 // SessionOwner identifies the user a session belongs to.
@@ -97,6 +100,9 @@ type SessionStatus struct {
 	// Approvals are the requests about the session that need a decision,
 	// oldest first; only the last one may be pending.
 	Approvals []SessionApproval
+	// LastUsedAt is the last use of the session's proxy the replicas
+	// recorded, coalesced to one write a minute.
+	LastUsedAt *metav1.Time
 }
 
 // SessionApproval is a request about a session that needs a decision, and

@@ -378,6 +378,11 @@ func (in *SessionSpec) DeepCopyInto(out *SessionSpec) {
 	in.Owner.DeepCopyInto(&out.Owner)
 	out.AccessLevel = in.AccessLevel
 	in.Target.DeepCopyInto(&out.Target)
+	if in.IdleTimeout != nil {
+		in, out := &in.IdleTimeout, &out.IdleTimeout
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	return
 }
 
@@ -411,6 +416,10 @@ func (in *SessionStatus) DeepCopyInto(out *SessionStatus) {
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
+	}
+	if in.LastUsedAt != nil {
+		in, out := &in.LastUsedAt, &out.LastUsedAt
+		*out = (*in).DeepCopy()
 	}
 	return
 }

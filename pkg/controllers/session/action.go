@@ -61,8 +61,8 @@ type Action struct {
 	BackendURL string
 	// RequeueAfter is when to look again if nothing changes before.
 	RequeueAfter time.Duration
-	// Reason and Message are the event of a DeleteSession: why the
-	// session ends.
+	// Reason and Message are the event of a DeleteSession, or of an
+	// UpdateStatus that ends an idle session: why the session ends.
 	Reason, Message string
 }
 
@@ -136,6 +136,13 @@ func NextAction(o Observed, cfg Config) Action {
 	if expiresAt != nil {
 		untilExpiry = expiresAt.Sub(o.Now)
 	}
+	if state == v1alpha1.SessionIdle {
+		return idleAction(o, untilExpiry)
+	}
+	// The next pass comes at the idle deadline, unless a recorded use
+	// moves it later first (its status write queues a pass that looks
+	// again).
+	untilExpiry = soonest(untilExpiry, untilIdle(s, o.Now))
 
 	creds, backendURL, pending := credentialsCondition(o, cfg)
 	// Credentials that expire before the session (an extension outlasted

@@ -104,6 +104,9 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		err := c.applyStatus(ctx, s, a)
 		if err == nil {
 			c.recordApproval(s, a.Conditions)
+			if a.Reason != "" {
+				c.recorder.Eventf(s, nil, corev1.EventTypeNormal, a.Reason, "End", "%s%s", a.Message, forReason(s))
+			}
 		}
 		return err
 	case DeleteCredentials:

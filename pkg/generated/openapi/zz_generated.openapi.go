@@ -768,6 +768,12 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref common.ReferenceCallba
 							Format:      "",
 						},
 					},
+					"idleTimeout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "IdleTimeout ends the session once neither a proxied request nor an open stream has used it for that long, counted from status.lastUsedAt (or from the start of its access window before any use), for example \"30m\". Unset, the server's --session-idle-timeout applies; \"0s\" is none. It lies within the server's bounds: at least four times --session-last-used-interval (4m by default) and at most --session-max-idle-timeout, which, when set, also refuses none.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"ttl", "accessLevel", "target"},
 			},
@@ -848,6 +854,12 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref common.ReferenceCall
 									},
 								},
 							},
+						},
+					},
+					"lastUsedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastUsedAt is the last use of the session's proxy, by a request or an open stream, that the replicas serving it recorded. Replicas write it at most once per --session-last-used-interval (a minute by default) per session between them, so it may lag the last use by up to about that; it never moves earlier. The idle deadline is lastUsedAt + spec.idleTimeout.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
 				},

@@ -67,10 +67,15 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 // expiry or, for an access group that needs approval, the pending approval
 // of the opening (the expiry is then written at approval). Writing the
 // expiry here, not in a controller, means no Session is ever usable without
-// one.
+// one. A session that names no idle timeout gets the server's default here,
+// not in the scheme's defaults: it is the server's policy, which another
+// server with other flags would not share.
 func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	s := obj.(*clustergate.Session)
 	s.Generation = 1
+	if d := st.policy.DefaultIdleTimeout(); s.Spec.IdleTimeout == nil && d > 0 {
+		s.Spec.IdleTimeout = &metav1.Duration{Duration: d}
+	}
 	if st.finalize {
 		finalizers.Add(s, v1alpha1.SessionFinalizer)
 	}
@@ -147,8 +152,8 @@ func (StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Objec
 }
 
 // ValidateUpdate validates the new status.
-func (StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return validation.ValidateSessionStatusUpdate(obj.(*clustergate.Session), old.(*clustergate.Session))
+func (st StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
+	return validation.ValidateSessionStatusUpdate(obj.(*clustergate.Session), old.(*clustergate.Session), st.clock.Now())
 }
 
 // GetAttrs returns the labels and fields a Session can be selected by.
@@ -182,7 +187,8 @@ func Match(label labels.Selector, field fields.Selector) storage.SelectionPredic
 	return storage.SelectionPredicate{Label: label, Field: field, GetAttrs: GetAttrs}
 }
 
-// NewTableConvertor prints Sessions as NAME OWNER TARGET ACCESS EXPIRES READY AGE.
+// NewTableConvertor prints Sessions as NAME OWNER TARGET ACCESS EXPIRES READY
+// AGE, and with -o wide also EXPIRES-AT, APPROVAL, LAST-USED and REASON.
 func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Session] {
 	return table.Convertor[*clustergate.Session]{
 		Columns: []metav1.TableColumnDefinition{
@@ -193,6 +199,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			{Name: "Ready", Type: "string", Description: "Whether the session can be used."},
 			{Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1, Description: "When the session expires."},
 			{Name: "Approval", Type: "string", Priority: 1, Description: "The last approval's decision and approver, for sessions that need one."},
+			{Name: "Last-Used", Type: "string", Priority: 1, Description: "How long ago the session's proxy was last used, as the replicas recorded it (to about a minute), and its idle timeout."},
 			{Name: "Reason", Type: "string", Priority: 1, Description: "Why the session was opened."},
 		},
 		Cells: func(s *clustergate.Session, now time.Time) []any {
@@ -210,10 +217,23 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 				ready = string(c.Status)
 			}
 			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, expiresAt,
-				approvalCell(s.Status.Approvals), table.OrNone(s.Spec.Reason)}
+				approvalCell(s.Status.Approvals), lastUsedCell(s, now), table.OrNone(s.Spec.Reason)}
 		},
 		Now: now,
 	}
+}
+
+// lastUsedCell prints how long ago a session was last used and, when it
+// has one, its idle timeout: "3m ago (idle 30m)", "<none> (idle 30m)".
+func lastUsedCell(s *clustergate.Session, now time.Time) string {
+	cell := table.None
+	if s.Status.LastUsedAt != nil {
+		cell = duration.HumanDuration(now.Sub(s.Status.LastUsedAt.Time)) + " ago"
+	}
+	if s.Spec.IdleTimeout != nil && s.Spec.IdleTimeout.Duration > 0 {
+		cell += " (idle " + duration.HumanDuration(s.Spec.IdleTimeout.Duration) + ")"
+	}
+	return cell
 }
 
 // approvalCell prints the last approval as "Approved by bob", "Pending"

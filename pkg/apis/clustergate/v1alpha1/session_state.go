@@ -31,19 +31,63 @@ const (
 	SessionAwaitingApproval SessionState = "AwaitingApproval"
 	// SessionExpired has reached its expiresAt.
 	SessionExpired SessionState = "Expired"
+	// SessionIdle went unused for its spec.idleTimeout: it reached its
+	// idle deadline (IdleDeadline), or its Ready condition says Idle,
+	// which keeps it over once the controller saw it.
+	SessionIdle SessionState = "Idle"
 	// SessionDeleting is being deleted.
 	SessionDeleting SessionState = "Deleting"
 )
 
-// Ended says whether the session is over for good, expired or being
+// Ended says whether the session is over for good, expired, idle or being
 // deleted: it counts against no limit and takes no more decisions.
 func (s SessionState) Ended() bool {
-	return s == SessionExpired || s == SessionDeleting
+	return s == SessionExpired || s == SessionIdle || s == SessionDeleting
 }
 
 // SessionStateAt returns the state of a session at now.
 func SessionStateAt(s *Session, now time.Time) SessionState {
-	return sessionState(s.DeletionTimestamp, s.Status.ExpiresAt, s.Status.Conditions, now)
+	idle, _ := IdleDeadline(s)
+	return sessionState(s.DeletionTimestamp, s.Status.ExpiresAt, s.Status.Conditions, idle, now)
+}
+
+// IdleDeadline is when a session ends for want of use: the last recorded
+// use (status.lastUsedAt) or, before any, the start of its access window,
+// plus spec.idleTimeout. ok is false for a session without an idle timeout
+// or whose window has not started (it waits for approval).
+func IdleDeadline(s *Session) (deadline time.Time, ok bool) {
+	var decided *metav1.Time
+	if a := s.Status.Approvals; len(a) > 0 && a[0].Type == ApprovalOpen {
+		decided = a[0].DecidedAt
+	}
+	return idleDeadline(s.Spec.IdleTimeout, s.Status.LastUsedAt, s.Status.ExpiresAt, s.CreationTimestamp, decided)
+}
+
+// InternalIdleDeadline is IdleDeadline of an internal session.
+func InternalIdleDeadline(s *clustergate.Session) (deadline time.Time, ok bool) {
+	var decided *metav1.Time
+	if a := s.Status.Approvals; len(a) > 0 && a[0].Type == clustergate.ApprovalOpen {
+		decided = a[0].DecidedAt
+	}
+	return idleDeadline(s.Spec.IdleTimeout, s.Status.LastUsedAt, s.Status.ExpiresAt, s.CreationTimestamp, decided)
+}
+
+// idleDeadline is the rule of IdleDeadline over the fields the internal and
+// the versioned Session share. The window starts at the opening's approval,
+// or at creation for a session that needed none; a lastUsedAt before it
+// (none should be) counts as the start.
+func idleDeadline(timeout *metav1.Duration, lastUsedAt, expiresAt *metav1.Time, created metav1.Time, approvedAt *metav1.Time) (time.Time, bool) {
+	if timeout == nil || timeout.Duration <= 0 || expiresAt == nil {
+		return time.Time{}, false
+	}
+	base := created.Time
+	if approvedAt != nil {
+		base = approvedAt.Time
+	}
+	if lastUsedAt != nil && lastUsedAt.After(base) {
+		base = lastUsedAt.Time
+	}
+	return base.Add(timeout.Duration), true
 }
 
 // InternalSessionStateAt returns the state of an internal session at now,
@@ -52,13 +96,18 @@ func SessionStateAt(s *Session, now time.Time) SessionState {
 // import this one, which imports it for conversion, and the Ready
 // condition's name is defined here.
 func InternalSessionStateAt(s *clustergate.Session, now time.Time) SessionState {
-	return sessionState(s.DeletionTimestamp, s.Status.ExpiresAt, s.Status.Conditions, now)
+	idle, _ := InternalIdleDeadline(s)
+	return sessionState(s.DeletionTimestamp, s.Status.ExpiresAt, s.Status.Conditions, idle, now)
 }
 
 // sessionState is the rule, over the fields the internal and the versioned
-// Session share. A session is expired from the instant of its expiresAt on,
-// as the proxy's timers end its connections then.
-func sessionState(deletion, expiresAt *metav1.Time, conditions []metav1.Condition, now time.Time) SessionState {
+// Session share; a zero idle is no idle deadline. A session is expired from
+// the instant of its expiresAt on, and idle from the instant of its idle
+// deadline on, as the proxy's timers end its connections then. Once the
+// controller marked it Idle it stays so, even if a use recorded late
+// would move the deadline.
+func sessionState(deletion, expiresAt *metav1.Time, conditions []metav1.Condition, idle time.Time, now time.Time) SessionState {
+	ready := meta.FindStatusCondition(conditions, SessionConditionReady)
 	switch {
 	case deletion != nil:
 		return SessionDeleting
@@ -66,7 +115,9 @@ func sessionState(deletion, expiresAt *metav1.Time, conditions []metav1.Conditio
 		return SessionAwaitingApproval
 	case !now.Before(expiresAt.Time):
 		return SessionExpired
-	case !meta.IsStatusConditionTrue(conditions, SessionConditionReady):
+	case !idle.IsZero() && !now.Before(idle), ready != nil && ready.Reason == SessionReasonIdle:
+		return SessionIdle
+	case ready == nil || ready.Status != metav1.ConditionTrue:
 		return SessionNotReady
 	}
 	return SessionLive

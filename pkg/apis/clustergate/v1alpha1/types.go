@@ -47,6 +47,15 @@ type SessionSpec struct {
 	// refuse a session without one.
 	// +optional
 	Reason string `json:"reason,omitempty" protobuf:"bytes,5,opt,name=reason"`
+	// IdleTimeout ends the session once neither a proxied request nor an
+	// open stream has used it for that long, counted from status.lastUsedAt
+	// (or from the start of its access window before any use), for example
+	// "30m". Unset, the server's --session-idle-timeout applies; "0s" is
+	// none. It lies within the server's bounds: at least four times
+	// --session-last-used-interval (4m by default) and at most
+	// --session-max-idle-timeout, which, when set, also refuses none.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty" protobuf:"bytes,6,opt,name=idleTimeout"`
 }
 
 // SessionOwner identifies the user a session belongs to.
@@ -133,6 +142,14 @@ type SessionStatus struct {
 	// +optional
 	// +listType=atomic
 	Approvals []SessionApproval `json:"approvals,omitempty" protobuf:"bytes,6,rep,name=approvals"`
+	// LastUsedAt is the last use of the session's proxy, by a request or an
+	// open stream, that the replicas serving it recorded. Replicas write it
+	// at most once per --session-last-used-interval (a minute by default)
+	// per session between them, so it may lag the last use by up to about
+	// that; it never moves earlier. The idle deadline is lastUsedAt +
+	// spec.idleTimeout.
+	// +optional
+	LastUsedAt *metav1.Time `json:"lastUsedAt,omitempty" protobuf:"bytes,7,opt,name=lastUsedAt"`
 }
 
 // SessionApproval is a request about a session that needs a decision, and

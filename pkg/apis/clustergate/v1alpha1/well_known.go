@@ -96,6 +96,10 @@ const (
 	SessionReasonExtensionApproved           = "ExtensionApproved"
 	SessionReasonExtensionDenied             = "ExtensionDenied"
 	SessionReasonExpired                     = "Expired"
+	// SessionReasonIdle is the reason of the Ready and CredentialsReady
+	// conditions and of the event of a session that went unused for its
+	// spec.idleTimeout.
+	SessionReasonIdle = "Idle"
 )
 
 // DataPlanePathPrefix starts every path the data plane serves:

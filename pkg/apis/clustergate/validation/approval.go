@@ -61,6 +61,8 @@ func decidable(s *clustergate.Session, pending *clustergate.SessionApproval, pol
 		return "the session is being deleted"
 	case state == v1alpha1.SessionExpired:
 		return fmt.Sprintf("the session expired at %s", formatTime(s.Status.ExpiresAt.Time))
+	case state == v1alpha1.SessionIdle:
+		return "the session went idle: " + idleSince(s)
 	case pending.Type == clustergate.ApprovalOpen && !now.Before(s.CreationTimestamp.Add(policy.ApprovalTimeout)):
 		return fmt.Sprintf("the session waited for approval longer than %s (--session-approval-timeout) and is being removed", policy.ApprovalTimeout)
 	}
@@ -83,6 +85,8 @@ func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session,
 		return append(allErrs, field.Forbidden(expiresPath, "the session waits for approval; it can be extended once approved"))
 	case state == v1alpha1.SessionExpired:
 		return append(allErrs, field.Forbidden(expiresPath, fmt.Sprintf("the session expired at %s", formatTime(current.Time))))
+	case state == v1alpha1.SessionIdle:
+		return append(allErrs, field.Forbidden(expiresPath, "the session went idle: "+idleSince(oldSession)))
 	case Pending(oldSession) != nil:
 		return append(allErrs, field.Forbidden(approvalsPath, "an earlier extension waits for approval"))
 	}
@@ -111,6 +115,14 @@ func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session,
 			policy.MaxLifetime, formatTime(start), formatTime(limit))))
 	}
 	return allErrs
+}
+
+// idleSince says when an idle session reached its idle deadline.
+func idleSince(s *clustergate.Session) string {
+	if deadline, ok := v1alpha1.InternalIdleDeadline(s); ok {
+		return fmt.Sprintf("unused for %s since %s", s.Spec.IdleTimeout.Duration, formatTime(deadline.Add(-s.Spec.IdleTimeout.Duration)))
+	}
+	return "its Ready condition says so"
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -41,6 +41,16 @@ type SessionPolicy struct {
 	ApprovalTimeout time.Duration
 	// RequireReason refuses sessions without spec.reason.
 	RequireReason bool
+	// IdleTimeout is the spec.idleTimeout of sessions that ask for none
+	// (DefaultIdleTimeout); 0 is none.
+	IdleTimeout time.Duration
+	// MaxIdleTimeout bounds spec.idleTimeout and, when set, refuses none;
+	// 0 is no bound.
+	MaxIdleTimeout time.Duration
+	// LastUsedInterval is how often, at most, the replicas write a
+	// session's status.lastUsedAt between them; 0 is
+	// DefaultLastUsedInterval. The shortest idle timeout is four of it.
+	LastUsedInterval time.Duration
 }
 
 // MaxReasonLength bounds spec.reason and the reason of an approval: a
@@ -55,12 +65,13 @@ const maxApprovals = 32
 // --session-* flags.
 func DefaultSessionPolicy() SessionPolicy {
 	return SessionPolicy{
-		MinTTL:          10 * time.Minute,
-		MaxTTL:          24 * time.Hour,
-		MaxLifetime:     24 * time.Hour,
-		AccessGroups:    sets.New(v1alpha1.AccessLevelAdmin, v1alpha1.AccessLevelViewer),
-		ApprovalGroups:  sets.New[string](),
-		ApprovalTimeout: time.Hour,
+		MinTTL:           10 * time.Minute,
+		MaxTTL:           24 * time.Hour,
+		MaxLifetime:      24 * time.Hour,
+		AccessGroups:     sets.New(v1alpha1.AccessLevelAdmin, v1alpha1.AccessLevelViewer),
+		ApprovalGroups:   sets.New[string](),
+		ApprovalTimeout:  time.Hour,
+		LastUsedInterval: DefaultLastUsedInterval,
 	}
 }
 
@@ -80,7 +91,7 @@ func (p SessionPolicy) Validate() error {
 	case p.ApprovalTimeout <= 0:
 		return fmt.Errorf("session approval timeout must be positive, got %s", p.ApprovalTimeout)
 	}
-	return nil
+	return p.validateIdlePolicy()
 }
 
 // NeedsApproval reports whether sessions of an access group wait for an
@@ -131,9 +142,10 @@ func ValidateSessionUpdate(newSession, oldSession *clustergate.Session) field.Er
 }
 
 // ValidateSessionStatusUpdate validates an update of a Session's status
-// through the status subresource: expiresAt and the approvals are not the
-// status writer's to change.
-func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session) field.ErrorList {
+// through the status subresource at now: expiresAt and the approvals are
+// not the status writer's to change, and lastUsedAt only moves later while
+// the session may be used.
+func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session, now time.Time) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
 	statusPath := field.NewPath("status")
 	status, oldStatus := &newSession.Status, &oldSession.Status
@@ -145,6 +157,7 @@ func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session) fi
 		allErrs = append(allErrs, field.Forbidden(statusPath.Child("approvals"),
 			"change only through the approval and extension subresources"))
 	}
+	allErrs = append(allErrs, validateLastUsedAt(newSession, oldSession, now, statusPath.Child("lastUsedAt"))...)
 	if status.BackendURL != "" {
 		allErrs = append(allErrs, validateHTTPSURL(status.BackendURL, statusPath.Child("backendURL"))...)
 	}
@@ -186,6 +199,7 @@ func validateSessionSpec(spec *clustergate.SessionSpec, policy SessionPolicy, fl
 	}
 
 	allErrs = append(allErrs, validateSessionTarget(&spec.Target, fldPath.Child("target"))...)
+	allErrs = append(allErrs, validateIdleTimeout(spec.IdleTimeout, policy, fldPath.Child("idleTimeout"))...)
 
 	reasonPath := fldPath.Child("reason")
 	if spec.Reason == "" && policy.RequireReason {

@@ -250,7 +250,7 @@ func TestValidateSessionStatusUpdate(t *testing.T) {
 			old.Status = tt.oldStatus
 			s := old.DeepCopy()
 			s.Status = tt.status
-			if diff := cmp.Diff(tt.want, errorPaths(ValidateSessionStatusUpdate(s, old))); diff != "" {
+			if diff := cmp.Diff(tt.want, errorPaths(ValidateSessionStatusUpdate(s, old, created.Add(10*time.Minute)))); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})

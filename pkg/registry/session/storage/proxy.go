@@ -118,10 +118,18 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 		return nil, apierrors.NewInternalError(fmt.Errorf("the session's credentials: %w", err))
 	}
 	session.AuditReason(ctx, s)
-	return r.registry.Handler(proxy.Target{
+	target := proxy.Target{
 		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username, Reason: s.Spec.Reason,
-		ExpiresAt: s.Status.ExpiresAt.Time, Backend: backend.URL, Transport: backend.Transport, Way: way,
-	}, path, responder), nil
+		ExpiresAt: s.Status.ExpiresAt.Time, ResourceVersion: s.ResourceVersion,
+		Backend: backend.URL, Transport: backend.Transport, Way: way,
+	}
+	if idleAt, ok := v1alpha1.InternalIdleDeadline(s); ok {
+		target.IdleAt = idleAt
+	}
+	if s.Status.LastUsedAt != nil {
+		target.LastUsedAt = s.Status.LastUsedAt.Time
+	}
+	return r.registry.Handler(target, path, responder), nil
 }
 
 // check refuses anyone but the owner, and sessions that cannot be used.
@@ -140,6 +148,9 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 	case v1alpha1.SessionExpired:
 		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
+	case v1alpha1.SessionIdle:
+		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
+		return apierrors.NewGone(fmt.Sprintf("session %s/%s went idle: %s", s.Namespace, s.Name, idleSince(s)))
 	case v1alpha1.SessionNotReady:
 		reason := "its credentials are being minted"
 		if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
@@ -148,6 +159,15 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 		return notReady(s, reason)
 	}
 	return nil
+}
+
+// idleSince says when the session reached its idle deadline.
+func idleSince(s *clustergate.Session) string {
+	deadline, ok := v1alpha1.InternalIdleDeadline(s)
+	if !ok {
+		return "unused for longer than its idle timeout"
+	}
+	return fmt.Sprintf("unused for %s until %s", s.Spec.IdleTimeout.Duration, deadline.UTC().Format("2006-01-02T15:04:05Z"))
 }
 
 // notReady is a 503 that tells the client when to try again.

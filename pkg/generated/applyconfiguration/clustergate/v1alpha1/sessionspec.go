@@ -31,6 +31,14 @@ type SessionSpecApplyConfiguration struct {
 	// at most 512 characters. Servers started with --session-require-reason
 	// refuse a session without one.
 	Reason *string `json:"reason,omitempty"`
+	// IdleTimeout ends the session once neither a proxied request nor an
+	// open stream has used it for that long, counted from status.lastUsedAt
+	// (or from the start of its access window before any use), for example
+	// "30m". Unset, the server's --session-idle-timeout applies; "0s" is
+	// none. It lies within the server's bounds: at least four times
+	// --session-last-used-interval (4m by default) and at most
+	// --session-max-idle-timeout, which, when set, also refuses none.
+	IdleTimeout *v1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // SessionSpecApplyConfiguration constructs a declarative configuration of the SessionSpec type for use with
@@ -76,5 +84,13 @@ func (b *SessionSpecApplyConfiguration) WithTarget(value *SessionTargetApplyConf
 // If called multiple times, the Reason field is set to the value of the last call.
 func (b *SessionSpecApplyConfiguration) WithReason(value string) *SessionSpecApplyConfiguration {
 	b.Reason = &value
+	return b
+}
+
+// WithIdleTimeout sets the IdleTimeout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the IdleTimeout field is set to the value of the last call.
+func (b *SessionSpecApplyConfiguration) WithIdleTimeout(value v1.Duration) *SessionSpecApplyConfiguration {
+	b.IdleTimeout = &value
 	return b
 }

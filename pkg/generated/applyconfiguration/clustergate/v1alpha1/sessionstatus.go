@@ -35,6 +35,13 @@ type SessionStatusApplyConfiguration struct {
 	// the last one may be pending; it is decided through the approval
 	// subresource.
 	Approvals []SessionApprovalApplyConfiguration `json:"approvals,omitempty"`
+	// LastUsedAt is the last use of the session's proxy, by a request or an
+	// open stream, that the replicas serving it recorded. Replicas write it
+	// at most once per --session-last-used-interval (a minute by default)
+	// per session between them, so it may lag the last use by up to about
+	// that; it never moves earlier. The idle deadline is lastUsedAt +
+	// spec.idleTimeout.
+	LastUsedAt *v1.Time `json:"lastUsedAt,omitempty"`
 }
 
 // SessionStatusApplyConfiguration constructs a declarative configuration of the SessionStatus type for use with
@@ -98,5 +105,13 @@ func (b *SessionStatusApplyConfiguration) WithApprovals(values ...*SessionApprov
 		}
 		b.Approvals = append(b.Approvals, *values[i])
 	}
+	return b
+}
+
+// WithLastUsedAt sets the LastUsedAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastUsedAt field is set to the value of the last call.
+func (b *SessionStatusApplyConfiguration) WithLastUsedAt(value v1.Time) *SessionStatusApplyConfiguration {
+	b.LastUsedAt = &value
 	return b
 }
