@@ -7,6 +7,11 @@ BIN := _output/bin
 # one copy in memory (k8s.io/apimachinery's interned FieldsV1, as Cluster API
 # builds); a plain build works and keeps them once per object.
 TAGS := -tags=fieldsv1string
+# One build configuration for everything make builds, runs and tests: static
+# (no cgo, as the images need) and independent of the checkout's path, so that
+# make images, make build and the tests share one build cache.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
 .PHONY: all build images registry codegen verify test test-unit test-images test-monitoring test-istio test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
 

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +26,13 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	// go test runs in the package's directory; file names in the binary
+	// are module paths (make builds with -trimpath).
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
 	bin := filepath.Join(root, "_output", "bin")
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "gardener-apiserver", "clustergate-apiserver", "kubectl-session"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {

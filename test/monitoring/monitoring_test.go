@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -30,8 +29,13 @@ import (
 var root string
 
 func TestMain(m *testing.M) {
-	_, file, _, _ := runtime.Caller(0)
-	root = filepath.Join(filepath.Dir(file), "..", "..")
+	// go test runs in the package's directory; file names in the binary
+	// are module paths (make builds with -trimpath).
+	var err error
+	if root, err = filepath.Abs(filepath.Join("..", "..")); err != nil {
+		fmt.Fprintln(os.Stderr, "monitoring:", err)
+		os.Exit(1)
+	}
 	if _, err := os.Stat(promtool()); err != nil {
 		fmt.Fprintln(os.Stderr, "monitoring: promtool is missing: run `make test-monitoring`, which builds it")
 		os.Exit(1)
