@@ -13,7 +13,7 @@ TAGS := -tags=fieldsv1string
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 
-.PHONY: all build images registry codegen verify test test-unit test-images test-monitoring test-istio test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
+.PHONY: all build images registry codegen verify test test-unit test-images test-monitoring test-istio test-workloads test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
 
 all: build
 
@@ -45,11 +45,11 @@ verify:
 	$(BIN)/golangci-lint run --build-tags=fieldsv1string ./...
 
 ## test: every test: unit, storage, integration, images, monitoring and end to end
-test: test-unit test-images test-monitoring test-istio test-e2e
+test: test-unit test-images test-monitoring test-istio test-workloads test-e2e
 
 ## test-unit: unit, storage (embedded etcd) and in-process integration tests
 test-unit:
-	$(GO) test $(TAGS) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/monitoring)
+	$(GO) test $(TAGS) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/monitoring -e /test/workloads)
 
 ## test-images: make images, then each image pushed to a registry and read back: configuration, labels, every file (no shell), static binaries that run
 test-images: images
@@ -64,11 +64,16 @@ test-monitoring:
 test-istio:
 	cd hack/tools/istio-authz && $(GO) test -count=1 ./...
 
+## test-workloads: (root) a Deployment, a StatefulSet with a claim and Services run by process-kubelet, a node that runs images from a local registry as host processes, each pod in a network namespace of its own
+test-workloads: tools build
+	cd hack/tools/process-kubelet && $(GO) test -count=1 ./...
+	$(GO) test $(TAGS) -count=1 -timeout=20m -v ./test/workloads/
+
 ## test-e2e: the real control plane (kube-apiserver, gardener-apiserver, etcd) with clustergate registered
 test-e2e: tools build
 	$(GO) test -count=1 -timeout=45m -v ./test/e2e/
 
-## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, gardener-apiserver, node and prometheus
+## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, kube-scheduler, gardener-apiserver, node, process-kubelet and prometheus
 tools:
 	hack/tools/build.sh
 

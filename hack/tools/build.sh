@@ -12,8 +12,7 @@
 # _output/bin/ holds links to the current builds.
 #
 # Usage: hack/tools/build.sh [SET...]   (default: the test tools, all sets but
-# lint, which `make verify` builds, and process-kubelet, which the workloads
-# test needs: hack/tools/build.sh process-kubelet)
+# lint, which `make verify` builds, and cert-manager)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -112,7 +111,7 @@ build_set() {
 }
 
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener node prometheus)
+[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener node process-kubelet prometheus)
 for s in "${sets[@]}"; do
   build_set "${s}"
 done

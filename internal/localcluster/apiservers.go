@@ -61,6 +61,13 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 			"--profiling=false",
 			"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", name),
 		}
+		if name == "garden-apiserver" {
+			workload, err := cp.gardenWorkloadArgs()
+			if err != nil {
+				return err
+			}
+			args = append(args, workload...)
+		}
 		return cp.start(name, "kube-apiserver", append(args, extra...)...)
 	}
 	if err := kubeAPIServer("garden-apiserver", cp.ports.garden, c.gardenServing, c.clientCA, "/registry-garden",

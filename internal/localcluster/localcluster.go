@@ -55,6 +55,9 @@ type Options struct {
 	// its embedded one, so that StartReplica can add replicas; the
 	// APIService's Service then reaches them through a balancer.
 	SharedEtcd bool
+	// ProcessNode, when set, makes the garden run workloads (nodes.go):
+	// kube-scheduler, the workload controllers and a process node.
+	ProcessNode *ProcessNodeOptions
 }
 
 // ControlPlane is a running local control plane.
@@ -70,6 +73,9 @@ type ControlPlane struct {
 	balancer *balancer
 	// certs are the control plane's CAs and certificates, in pki.
 	certs *certificates
+	// processNode holds the process node's certificates, with
+	// Options.ProcessNode.
+	processNode *processNode
 
 	// AdminKubeconfig reaches the garden kube-apiserver as system:masters.
 	AdminKubeconfig string
@@ -123,6 +129,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}{
 		{"etcd and kube-apiservers", cp.startKubeAPIServers},
 		{"controller managers", cp.startControllerManagers},
+		{"workloads", cp.startWorkloads},
 		{"gardener-apiserver", cp.startGardener},
 		{"clustergate", cp.startClustergate},
 	} {
