@@ -26,9 +26,12 @@ type values struct {
 	ShootServingCA                      string
 	ShootClientCACert, ShootClientCAKey string
 	GardenerPort, ClustergatePort       int
-	GardenerGroupVersions               []struct{ Group, Version string }
-	AggregatedCABundle                  string
-	NodeName                            string
+	// GardenerAddress, when set, is the non-loopback address
+	// gardener-apiserver listens on, for aggregator routing.
+	GardenerAddress       string
+	GardenerGroupVersions []struct{ Group, Version string }
+	AggregatedCABundle    string
+	NodeName              string
 }
 
 // applyFixture fills the template fixtures/name and applies it to the

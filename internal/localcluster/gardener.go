@@ -25,8 +25,18 @@ var gardenerGroupVersions = []struct{ Group, Version string }{
 // the shoot kube-apiserver, and lets clustergate ask for its kubeconfigs.
 func (cp *ControlPlane) startGardener(ctx context.Context) error {
 	serving := cp.certs.gardenerServing
+	bind := "127.0.0.1"
+	if cp.opts.Installed {
+		// Endpoints refuse loopback addresses: listen on the process
+		// node's gateway, which the aggregator reaches (nodes.go).
+		gw, err := cp.processNodeGateway()
+		if err != nil {
+			return err
+		}
+		bind, cp.values.GardenerAddress = gw, gw
+	}
 	if err := cp.start("gardener-apiserver", "gardener-apiserver",
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(cp.ports.gardener),
+		"--bind-address="+bind, "--secure-port="+strconv.Itoa(cp.ports.gardener),
 		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd),
 		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
 		"--cluster-identity=clustergate-local",

@@ -58,6 +58,10 @@ type Options struct {
 	// ProcessNode, when set, makes the garden run workloads (nodes.go):
 	// kube-scheduler, the workload controllers and a process node.
 	ProcessNode *ProcessNodeOptions
+	// Installed leaves clustergate out: no process, no RBAC, no APIService.
+	// The caller installs the shipped artifacts instead, as pods on the
+	// process node (with ProcessNode; see installed.go).
+	Installed bool
 }
 
 // ControlPlane is a running local control plane.
@@ -133,6 +137,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		{"gardener-apiserver", cp.startGardener},
 		{"clustergate", cp.startClustergate},
 	} {
+		if step.name == "clustergate" && opts.Installed {
+			continue
+		}
 		start := time.Now()
 		if err := step.run(ctx); err != nil {
 			return nil, fmt.Errorf("%s: %w", step.name, err)

@@ -6,8 +6,10 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +68,14 @@ func (cp *ControlPlane) gardenWorkloadArgs() ([]string, error) {
 		"--kubelet-client-key=" + n.apiserverKey.KeyFile,
 		"--kubelet-preferred-address-types=InternalIP",
 	}
+	if cp.opts.Installed {
+		// No kube-proxy runs here, so a Service's ClusterIP leads nowhere:
+		// the aggregator must dial the installed APIService's endpoints
+		// (pod addresses on the node's bridge) itself. Only then: the
+		// endpoint resolver refuses the ExternalName Services that lead
+		// to the host processes gardener-apiserver and clustergate.
+		args = append(args, "--enable-aggregator-routing=true")
+	}
 	return args, nil
 }
 
@@ -95,14 +105,25 @@ func (cp *ControlPlane) startWorkloads(ctx context.Context) error {
 	// Each controller acts as its own service account, with the RBAC a real
 	// cluster gives it. The root CA publisher writes kube-root-ca.crt, which
 	// every pod's projected service-account volume reads.
-	if err := cp.start("garden-workload-controller-manager", "kube-controller-manager",
-		"--kubeconfig="+kc, "--authentication-kubeconfig="+kc, "--authorization-kubeconfig="+kc,
-		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(controllersPort),
-		"--controllers="+strings.Join(workloadControllers, ","),
+	controllers := workloadControllers
+	var signing []string
+	if cp.opts.Installed {
+		// The installed server's sessions have the garden as their cluster
+		// target (the one kube-apiserver its pods reach): its CSRs are
+		// signed with the garden's client CA, as a cluster's own
+		// controller manager signs kubernetes.io/kube-apiserver-client.
+		controllers = append(slices.Clone(controllers), "certificatesigningrequest-signing-controller")
+		signing = []string{"--cluster-signing-cert-file=" + cp.certs.clientCA.CertFile,
+			"--cluster-signing-key-file=" + cp.certs.clientCA.KeyFile}
+	}
+	if err := cp.start("garden-workload-controller-manager", "kube-controller-manager", append([]string{
+		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(controllersPort),
+		"--controllers=" + strings.Join(controllers, ","),
 		"--leader-elect=false", "--use-service-account-credentials=true",
-		"--root-ca-file="+cp.certs.gardenCA.CertFile,
-		"--cert-dir="+filepath.Join(cp.opts.Dir, "data", "garden-workload-controller-manager"),
-	); err != nil {
+		"--root-ca-file=" + cp.certs.gardenCA.CertFile,
+		"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", "garden-workload-controller-manager"),
+	}, signing...)...); err != nil {
 		return err
 	}
 	cidr := o.PodCIDR
@@ -140,6 +161,23 @@ func (cp *ControlPlane) startWorkloads(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// processNodeGateway is the host's address on the process node's bridge,
+// the .1 of its pod CIDR.
+func (cp *ControlPlane) processNodeGateway() (string, error) {
+	if cp.opts.ProcessNode == nil {
+		return "", fmt.Errorf("Options.Installed needs Options.ProcessNode")
+	}
+	cidr := cp.opts.ProcessNode.PodCIDR
+	if cidr == "" {
+		cidr = "10.244.0.0/24"
+	}
+	prefix, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return "", err
+	}
+	return prefix.Masked().Addr().Next().String(), nil
 }
 
 // workloadControllers are the kube-controller-manager controllers the

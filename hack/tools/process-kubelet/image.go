@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -28,6 +29,25 @@ import (
 // a pod's restart or a second replica does not fetch them again.
 type imageStore struct {
 	cache cache.Cache
+	// mu makes one unpack at a time: the layer cache writes a layer's file
+	// in place while the first reader streams it, so a second pod of the
+	// same image started meanwhile would read a truncated layer and get a
+	// rootfs without its entrypoint.
+	mu sync.Mutex
+}
+
+// pullAndUnpack pulls ref and unpacks it into rootfs, one image at a time.
+func (s *imageStore) pullAndUnpack(ctx context.Context, ref, rootfs string) (*pulledImage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	img, err := s.pull(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := unpack(img.image, rootfs); err != nil {
+		return nil, err
+	}
+	return img, nil
 }
 
 // newImageStore keeps layers in dir.

@@ -213,17 +213,32 @@ func describeNode(n *corev1.Node, cfg *config, port int) {
 		KubeletVersion: "v1.37.1", ContainerRuntimeVersion: "process://1"}
 }
 
-// forward listens on the gateway address at target's port and copies
-// connections to target, so that pods reach a kube-apiserver that listens
-// on the host's loopback only.
+// forward listens on the gateway address at target's port, and at 443,
+// and copies connections to target, so that pods reach a kube-apiserver
+// that listens on the host's loopback only: through KUBERNETES_SERVICE_HOST
+// and _PORT, and as https://kubernetes.default.svc, the port-less URL that
+// kubeconfigs written for in-cluster use name (as a cluster target).
 func forward(ctx context.Context, gateway, target string) (string, error) {
 	_, port, err := net.SplitHostPort(target)
 	if err != nil {
 		return "", err
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(gateway, port))
+	for _, p := range []string{port, "443"} {
+		if p == "443" && port == "443" {
+			continue
+		}
+		if err := forwardFrom(ctx, net.JoinHostPort(gateway, p), target); err != nil {
+			return "", err
+		}
+	}
+	return port, nil
+}
+
+// forwardFrom copies each connection to address to target until ctx ends.
+func forwardFrom(ctx context.Context, address, target string) error {
+	l, err := net.Listen("tcp", address)
 	if err != nil {
-		return "", err
+		return err
 	}
 	go func() {
 		<-ctx.Done()
@@ -247,5 +262,5 @@ func forward(ctx context.Context, gateway, target string) (string, error) {
 			}()
 		}
 	}()
-	return port, nil
+	return nil
 }

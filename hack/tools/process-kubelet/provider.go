@@ -123,7 +123,12 @@ func (pr *provider) UpdatePod(context.Context, *corev1.Pod) error { return nil }
 // DeletePod stops the pod's containers with the deletion's grace period, in
 // the background; the terminal status follows through NotifyPods.
 func (pr *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
-	p := pr.runtime(pod.Namespace, pod.Name)
+	// By UID, not by name: a StatefulSet's pod comes back under the same
+	// name while the deletion of the old one may still be in virtual-
+	// kubelet's queue, and that deletion must not stop the new pod.
+	pr.mu.Lock()
+	p := pr.runtimes[pod.UID]
+	pr.mu.Unlock()
 	if p == nil {
 		return errdefs.NotFoundf("pod %s/%s is not on this node", pod.Namespace, pod.Name)
 	}

@@ -18,13 +18,10 @@ import (
 // mounts.
 func (p *podRuntime) newContainer(ctx context.Context, spec corev1.Container, etc []mountSpec) (*container, error) {
 	start := time.Now()
-	img, err := p.prov.images.pull(ctx, spec.Image)
-	if err != nil {
-		return nil, err
-	}
 	dir := filepath.Join(p.dir, "containers", spec.Name)
 	rootfs := filepath.Join(dir, "rootfs")
-	if err := unpack(img.image, rootfs); err != nil {
+	img, err := p.prov.images.pullAndUnpack(ctx, spec.Image, rootfs)
+	if err != nil {
 		return nil, err
 	}
 	p.logf("image %s of %s pulled and unpacked in %s", spec.Image, spec.Name, time.Since(start).Round(time.Millisecond))

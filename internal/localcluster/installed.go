@@ -1,0 +1,191 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The installed way (Options.Installed): clustergate runs as the pods of
+// the shipped Deployment and etcd StatefulSet on the process node, with
+// certificates from cert-manager's own controllers, which run here as
+// processes against the garden as a cluster's cert-manager would.
+
+// StartCertManager applies cert-manager's CRDs (BinDir/cert-manager-crds,
+// written by hack/tools/build.sh cert-manager) and starts its controller
+// and CA injector against the garden; Stop stops them.
+func (cp *ControlPlane) StartCertManager(ctx context.Context) error {
+	crds := filepath.Join(cp.opts.BinDir, "cert-manager-crds")
+	bin := filepath.Join(cp.opts.BinDir, "cert-manager")
+	for _, p := range []string{crds, bin} {
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("%w: run hack/tools/build.sh cert-manager", err)
+		}
+	}
+	// _output/bin links to the current build; kubectl reads a linked
+	// directory as a file.
+	crds, err := filepath.EvalSymlinks(crds)
+	if err != nil {
+		return err
+	}
+	// Server-side: the CRDs' schemas are too large for the last-applied
+	// annotation of a client-side apply.
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "--server-side", "-f", crds); err != nil {
+		return err
+	}
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "wait", "--for=condition=Established", "--timeout=60s",
+		"crd/certificates.cert-manager.io", "crd/issuers.cert-manager.io", "crd/certificaterequests.cert-manager.io"); err != nil {
+		return err
+	}
+	kc := "--kubeconfig=" + cp.AdminKubeconfig
+	if err := cp.start("cert-manager-controller", "cert-manager", "controller", kc); err != nil {
+		return err
+	}
+	if err := cp.start("cert-manager-cainjector", "cert-manager", "cainjector", kc); err != nil {
+		return err
+	}
+	// Both fail fast on a bad configuration; give them a moment to do so.
+	time.Sleep(time.Second)
+	return cp.checkAlive()
+}
+
+// CheckAlive reports the first component that exited on its own.
+func (cp *ControlPlane) CheckAlive() error { return cp.checkAlive() }
+
+// InstallOptions name the images make images built, as pushed to the
+// registry the process node pulls from (images.PushLayout), and what the
+// docs tell users to set before applying.
+type InstallOptions struct {
+	// ServerRef is the server's repository:tag, ServerDigest its digest:
+	// the overlay names it by digest, as the docs recommend.
+	ServerRef, ServerDigest string
+	// EtcdRef is etcd's repository:tag.
+	EtcdRef string
+	// Gardener turns on GardenerClusterKubeconfigs of the local project,
+	// as docs/operations.md ("Before applying") says: the server reaches
+	// the garden's gardener-apiserver with its ServiceAccount's token,
+	// which artifacts/gardener/role.yaml (applied by Start) lets read the
+	// project's Shoots and request their kubeconfigs.
+	Gardener bool
+}
+
+// gardenerPatch adds --gardener-kubeconfig (a Secret the overlay
+// generates) and --gardener-project to the server.
+const gardenerPatch = `secretGenerator:
+- name: gardener-kubeconfig
+  namespace: clustergate-system
+  files: [kubeconfig=gardener.kubeconfig]
+patches:
+- target: {kind: Deployment, name: clustergate}
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --gardener-kubeconfig=/etc/clustergate/gardener/kubeconfig
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --gardener-project=` + Project + `
+    - op: add
+      path: /spec/template/spec/containers/0/volumeMounts/-
+      value: {name: gardener-kubeconfig, mountPath: /etc/clustergate/gardener, readOnly: true}
+    - op: add
+      path: /spec/template/spec/volumes/-
+      value: {name: gardener-kubeconfig, secret: {secretName: gardener-kubeconfig}}
+`
+
+// gardenerKubeconfig reaches the garden, where gardener-apiserver is
+// aggregated, with the pod's own ServiceAccount token and CA.
+const gardenerKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: garden
+  cluster:
+    server: https://kubernetes.default.svc
+    certificate-authority: /var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+users:
+- name: clustergate
+  user:
+    tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+contexts:
+- name: garden
+  context: {cluster: garden, user: clustergate}
+current-context: garden
+`
+
+// InstallHA applies the recommended layout as users apply it: an overlay
+// in <RepoRoot>/_output/install/overlay of artifacts/overlays/ha with the
+// cert-manager component that changes only the image references, with
+// kubectl apply -k. It returns once the Certificates are Ready, etcd has
+// three ready members, the Deployment is available and the APIService is
+// Available, logging when each was reached. StartCertManager first.
+func (cp *ControlPlane) InstallHA(ctx context.Context, o InstallOptions) error {
+	// Inside the checkout, so that the resources are relative paths
+	// kustomize accepts without --load-restrictor=LoadRestrictionsNone,
+	// which kubectl apply -k does not take.
+	overlay := filepath.Join(cp.opts.RepoRoot, "_output", "install", "overlay")
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		return err
+	}
+	kustomization := `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../../../artifacts/overlays/ha
+components:
+- ../../../artifacts/components/cert-manager
+` + InstalledImages(o.ServerRef, o.ServerDigest, o.EtcdRef)
+	if o.Gardener {
+		kustomization += gardenerPatch
+		if err := os.WriteFile(filepath.Join(overlay, "gardener.kubeconfig"), []byte(gardenerKubeconfig), 0o600); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		return err
+	}
+	applied := time.Now()
+	kc := cp.AdminKubeconfig
+	if _, err := cp.Kubectl(ctx, kc, nil, "apply", "-k", overlay); err != nil {
+		return err
+	}
+	for _, step := range []struct {
+		what string
+		args []string
+	}{
+		{"certificates ready", []string{"-n", "clustergate-system", "wait", "--for=condition=Ready", "certificate", "--all", "--timeout=120s"}},
+		{"etcd 3/3 ready", []string{"-n", "clustergate-system", "rollout", "status", "statefulset/clustergate-etcd", "--timeout=300s"}},
+		{"deployment clustergate available", []string{"-n", "clustergate-system", "rollout", "status", "deployment/clustergate", "--timeout=300s"}},
+		{"APIService available", []string{"wait", "--for=condition=Available", "apiservice/v1alpha1.clustergate.dev", "--timeout=120s"}},
+	} {
+		if _, err := cp.Kubectl(ctx, kc, nil, step.args...); err != nil {
+			return fmt.Errorf("waiting until %s: %w", step.what, err)
+		}
+		cp.opts.Logf("%s %s after apply", step.what, time.Since(applied).Round(100*time.Millisecond))
+	}
+	return nil
+}
+
+// InstalledImages are the kustomize images: entries of an overlay that
+// rewrites the shipped image references to the images make images built,
+// as pushed to a registry: the server by digest, etcd by its tag.
+func InstalledImages(serverRef, serverDigest, etcdRef string) string {
+	repo := func(ref string) string {
+		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+			return ref[:i]
+		}
+		return ref
+	}
+	etcdTag := etcdRef[len(repo(etcdRef))+1:]
+	return fmt.Sprintf(`images:
+- name: ghcr.io/clustergate/clustergate-apiserver
+  newName: %s
+  digest: %s
+- name: ghcr.io/clustergate/etcd
+  newName: %s
+  newTag: %s
+`, repo(serverRef), serverDigest, repo(etcdRef), etcdTag)
+}

@@ -1,0 +1,167 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package install applies the shipped install as users apply it: an
+// overlay of artifacts/overlays/ha with the cert-manager component that
+// changes only the image references, with kubectl apply -k, onto a garden
+// whose process node runs the images of make images from a local registry,
+// with certificates from cert-manager's own controllers.
+package install
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clustergate/clustergate/internal/images"
+	"github.com/clustergate/clustergate/internal/localcluster"
+	"github.com/clustergate/clustergate/internal/localregistry"
+)
+
+// ns is where the shipped artifacts install clustergate.
+const ns = "clustergate-system"
+
+// TestInstall installs the highly available layout and uses the API
+// through the aggregator.
+func TestInstall(t *testing.T) {
+	if os.Geteuid() != 0 {
+		// Failing, not skipping: make test must not pass without it.
+		t.Fatal("the process node needs root (network namespaces, chroot): run make test-install as root")
+	}
+	// go test runs in the package's directory.
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "_output", "bin")
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "process-kubelet", "gardener-apiserver", "cert-manager"} {
+		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
+			t.Fatalf("%s is missing: run hack/tools/build.sh and hack/tools/build.sh cert-manager", b)
+		}
+	}
+	layout := filepath.Join(root, "_output", "images", "oci")
+	if _, err := os.Stat(filepath.Join(layout, "index.json")); err != nil {
+		t.Fatalf("no images in %s: run make images", layout)
+	}
+	ctx := context.Background()
+
+	reg, err := localregistry.Start(localregistry.Options{BlobDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	pushed, err := images.PushLayout(ctx, layout, reg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serverRef, serverDigest, etcdRef string
+	for _, p := range pushed {
+		ref := p.Reference.String()
+		switch {
+		case strings.Contains(ref, "/clustergate/clustergate-apiserver:") && !strings.HasSuffix(ref, ":latest"):
+			serverRef, serverDigest = ref, p.Digest.String()
+		case strings.Contains(ref, "/clustergate/etcd:"):
+			etcdRef = ref
+		}
+	}
+	if serverRef == "" || etcdRef == "" {
+		t.Fatalf("the layout lacks the server or etcd image: %v; run make images", pushed)
+	}
+	t.Logf("images: %s@%s, %s", serverRef, serverDigest, etcdRef)
+
+	prefix := fmt.Sprintf("ci%04x", rand.IntN(1<<16))
+	t.Cleanup(func() {
+		if err := localcluster.RemoveNetwork(prefix); err != nil {
+			t.Error(err)
+		}
+	})
+	cp, err := localcluster.Start(ctx, localcluster.Options{
+		Dir: filepath.Join(root, "_output", "install", "cluster"), BinDir: bin, RepoRoot: root, Logf: t.Logf,
+		ProcessNode: &localcluster.ProcessNodeOptions{NetworkPrefix: prefix, PodCIDR: fmt.Sprintf("10.244.%d.0/24", rand.IntN(250)+1)},
+		Installed:   true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cp.Stop)
+	if err := cp.StartCertManager(ctx); err != nil {
+		t.Fatal(err)
+	}
+	k := &kube{t: t, ctx: ctx, cp: cp}
+	t.Cleanup(func() {
+		if t.Failed() {
+			k.dump()
+		}
+	})
+
+	if err := cp.InstallHA(ctx, localcluster.InstallOptions{
+		ServerRef: serverRef, ServerDigest: serverDigest, EtcdRef: etcdRef, Gardener: true,
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	k.run("get", "sessions", "-A")
+	k.run("create", "namespace", "install")
+	k.runIn(`apiVersion: clustergate.dev/v1alpha1
+kind: GardenerClusterKubeconfig
+metadata:
+  name: stored
+  namespace: install
+spec:
+  shoot: {name: local}
+  kubeconfig: {secret: {name: kubeconfig-local}}
+`, "create", "-f", "-")
+	checkOnEveryReplica(t, k, "install", "gardenerclusterkubeconfigs", "stored")
+	// The kubeconfig controller fetches the Shoot's kubeconfig from
+	// gardener-apiserver through the garden, into the Secret.
+	out := k.try("-n", "install", "wait", "--for=jsonpath={.status.state}=Ready", "gardenerclusterkubeconfig/stored", "--timeout=60s")
+	if !strings.Contains(out, "condition met") {
+		t.Errorf("GardenerClusterKubeconfig not Ready: %s\n%s", out, k.try("-n", "install", "get", "gck", "stored", "-o", "yaml"))
+	} else if got := k.run("-n", "install", "get", "secret", "kubeconfig-local", "-o", "jsonpath={.data.config}"); !strings.Contains(mustBase64(t, got), "clusters:") {
+		t.Errorf("secret kubeconfig-local holds no kubeconfig: %q", got)
+	}
+	checkSession(t, k, "install")
+
+	// A snapshot now, from the CronJob's template: etcdctl in the etcd
+	// image, through the client Service, with the client certificate.
+	start := time.Now()
+	k.run("-n", ns, "create", "job", "--from=cronjob/clustergate-etcd-snapshot-00", "snapshot-now")
+	k.run("-n", ns, "wait", "--for=condition=Complete", "job/snapshot-now", "--timeout=120s")
+	t.Logf("snapshot job complete in %s", time.Since(start).Round(100*time.Millisecond))
+
+	cp.Stop()
+	if left := localcluster.NetworkLinks(prefix); len(left) > 0 {
+		t.Errorf("the node left %v", left)
+	}
+}
+
+// checkOnEveryReplica reads an object from each server pod directly,
+// past the aggregator: both replicas must serve it from the shared etcd.
+func checkOnEveryReplica(t *testing.T, k *kube, namespace, resource, name string) {
+	t.Helper()
+	ips := strings.Fields(k.run("-n", ns, "get", "pods", "-l", "app.kubernetes.io/name=clustergate",
+		"--field-selector=status.phase=Running", "-o", "jsonpath={.items[*].status.podIP}"))
+	if len(ips) != 2 {
+		t.Fatalf("server pods at %v, want 2", ips)
+	}
+	ca := filepath.Join(t.TempDir(), "serving-ca.crt")
+	caData := k.run("-n", ns, "get", "secret", "clustergate-serving-cert", "-o", `jsonpath={.data.ca\.crt}`)
+	if err := os.WriteFile(ca, []byte(mustBase64(t, caData)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, ip := range ips {
+		// The admin's client certificate is from the garden's client CA,
+		// which the server trusts through extension-apiserver-authentication.
+		got := k.run("--server=https://"+ip+":8443", "--certificate-authority="+ca,
+			"--tls-server-name=clustergate.clustergate-system.svc",
+			"-n", namespace, "get", resource, name, "-o", "jsonpath={.metadata.name}")
+		if got != name {
+			t.Errorf("replica %s: %s/%s reads %q", ip, resource, name, got)
+		}
+	}
+}

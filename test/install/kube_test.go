@@ -1,0 +1,82 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package install
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/clustergate/clustergate/internal/localcluster"
+)
+
+// kube runs kubectl as the garden's admin and fails the test on errors.
+type kube struct {
+	t   *testing.T
+	ctx context.Context
+	cp  *localcluster.ControlPlane
+}
+
+// run runs kubectl with args and returns its output.
+func (k *kube) run(args ...string) string {
+	k.t.Helper()
+	return k.runIn("", args...)
+}
+
+// runIn runs kubectl with stdin.
+func (k *kube) runIn(stdin string, args ...string) string {
+	k.t.Helper()
+	var in []byte
+	if stdin != "" {
+		in = []byte(stdin)
+	}
+	out, err := k.cp.Kubectl(k.ctx, k.cp.AdminKubeconfig, in, args...)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// try runs kubectl and returns output or error text, never failing.
+func (k *kube) try(args ...string) string {
+	out, err := k.cp.Kubectl(k.ctx, k.cp.AdminKubeconfig, nil, args...)
+	if err != nil {
+		return string(out) + err.Error()
+	}
+	return string(out)
+}
+
+// dump logs what a failed install left: the objects, events and each
+// pod's logs, so that a failure in CI says why without a rerun.
+func (k *kube) dump() {
+	k.t.Logf("component logs in %s", k.cp.LogDir())
+	k.t.Logf("objects:\n%s", k.try("-n", "clustergate-system", "get", "pods,pvc,certificates,certificaterequests,statefulsets,deployments,endpointslices,jobs", "-o", "wide"))
+	k.t.Logf("apiservice:\n%s", k.try("get", "apiservice", "v1alpha1.clustergate.dev", "-o", "yaml"))
+	k.t.Logf("events:\n%s", k.try("-n", "clustergate-system", "get", "events", "--sort-by=.lastTimestamp"))
+	for _, pod := range strings.Fields(k.try("-n", "clustergate-system", "get", "pods", "-o", "jsonpath={.items[*].metadata.name}")) {
+		k.t.Logf("pod %s:\n%s", pod, k.try("-n", "clustergate-system", "get", "pod", pod, "-o", "jsonpath={.status}"))
+		k.t.Logf("logs of %s:\n%s", pod, tail(k.try("-n", "clustergate-system", "logs", pod, "--all-containers"), 40))
+		k.t.Logf("previous logs of %s:\n%s", pod, tail(k.try("-n", "clustergate-system", "logs", pod, "--all-containers", "--previous"), 20))
+	}
+}
+
+// tail keeps the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// mustBase64 decodes standard base64.
+func mustBase64(t *testing.T, s string) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
