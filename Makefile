@@ -44,8 +44,8 @@ verify:
 	hack/tools/build.sh lint
 	$(BIN)/golangci-lint run --build-tags=fieldsv1string ./...
 
-## test: every test: unit, storage, integration, images, monitoring and end to end
-test: test-unit test-images test-monitoring test-istio test-workloads test-e2e
+## test: every test: unit, storage, integration, images, monitoring, workloads, the shipped install and end to end
+test: test-unit test-images test-monitoring test-istio test-workloads test-install test-e2e
 
 ## test-unit: unit, storage (embedded etcd) and in-process integration tests
 test-unit:
@@ -69,7 +69,7 @@ test-workloads: tools build
 	cd hack/tools/process-kubelet && $(GO) test -count=1 ./...
 	$(GO) test $(TAGS) -count=1 -timeout=20m -v ./test/workloads/
 
-## test-install: (root) the shipped HA install (artifacts/overlays/ha with the cert-manager component) applied with kubectl apply -k onto the process node: images of make images from a local registry, certificates from cert-manager's own controllers; not in make test yet
+## test-install: (root) the shipped HA install (artifacts/overlays/ha with the cert-manager component) applied with kubectl apply -k onto the process node: images of make images from a local registry, certificates from cert-manager's own controllers, then used through the aggregated API and sessions/proxy
 test-install: tools build images
 	hack/tools/build.sh cert-manager
 	$(GO) test $(TAGS) -count=1 -timeout=30m -v ./test/install/
