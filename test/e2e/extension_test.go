@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestExtensionKeepsStreams extends a session on two replicas while
@@ -42,8 +40,7 @@ func TestExtensionKeepsStreams(t *testing.T) {
 
 	// The owner extends by 10s, with the verb extend of session-user.
 	oldExpiry := s.Status.ExpiresAt.Time
-	s.Status.ExpiresAt = &metav1.Time{Time: oldExpiry.Add(10 * time.Second)}
-	extended, err := clientOf(t, alice).ClustergateV1alpha1().Sessions(ns).UpdateExtension(ctx, s.Name, s, metav1.UpdateOptions{})
+	extended, err := extendTo(clientOf(t, alice), ns, s.Name, oldExpiry.Add(10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +49,7 @@ func TestExtensionKeepsStreams(t *testing.T) {
 		t.Fatalf("expiresAt %s after the extension, want %s", newExpiry, oldExpiry.Add(10*time.Second))
 	}
 	// Moving it back is refused.
-	extended.Status.ExpiresAt = &metav1.Time{Time: oldExpiry}
-	_, err = clientOf(t, alice).ClustergateV1alpha1().Sessions(ns).UpdateExtension(ctx, s.Name, extended, metav1.UpdateOptions{})
+	_, err = extendTo(clientOf(t, alice), ns, s.Name, oldExpiry)
 	wantErr(t, err, "never moves it earlier")
 
 	time.Sleep(time.Until(oldExpiry.Add(2 * time.Second)))

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
@@ -85,15 +86,36 @@ func clientOf(t *testing.T, kubeconfig string) versioned.Interface {
 	return c
 }
 
-// decide decides the session's pending approval as the client's user.
-func decide(client versioned.Interface, ns, name string, d v1alpha1.ApprovalDecision, reason string) (*v1alpha1.Session, error) {
-	s, err := client.ClustergateV1alpha1().Sessions(ns).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	last := &s.Status.Approvals[len(s.Status.Approvals)-1]
-	last.Decision, last.Reason = d, reason
-	return client.ClustergateV1alpha1().Sessions(ns).UpdateApproval(context.Background(), name, s, metav1.UpdateOptions{})
+// decide decides the session's pending approval as the client's user,
+// as the plugin does: on the session read again after a conflict, since a
+// session in use changes (status.lastUsedAt).
+func decide(client versioned.Interface, ns, name string, d v1alpha1.ApprovalDecision, reason string) (decided *v1alpha1.Session, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := client.ClustergateV1alpha1().Sessions(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		last := &s.Status.Approvals[len(s.Status.Approvals)-1]
+		last.Decision, last.Reason = d, reason
+		decided, err = client.ClustergateV1alpha1().Sessions(ns).UpdateApproval(context.Background(), name, s, metav1.UpdateOptions{})
+		return err
+	})
+	return decided, err
+}
+
+// extendTo asks, as the client's user, to move the session's expiry to
+// at, as the plugin does: on the session read again after a conflict.
+func extendTo(client versioned.Interface, ns, name string, at time.Time) (extended *v1alpha1.Session, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := client.ClustergateV1alpha1().Sessions(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Status.ExpiresAt = &metav1.Time{Time: at}
+		extended, err = client.ClustergateV1alpha1().Sessions(ns).UpdateExtension(context.Background(), name, s, metav1.UpdateOptions{})
+		return err
+	})
+	return extended, err
 }
 
 // waitGone waits until the session is deleted and gone.

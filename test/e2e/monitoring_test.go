@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/clustergate/clustergate/internal/localcluster"
 	monitoring "github.com/clustergate/clustergate/internal/monitoringartifacts"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -223,7 +221,6 @@ func TestMonitoring(t *testing.T) {
 // session expires, an hour later.
 func waitingExtension(t *testing.T) (string, time.Time) {
 	t.Helper()
-	ctx := context.Background()
 	ns := namespace(t, "approvers")
 	grantBreakglass(t, ns, "alice", "bob")
 	aliceKubeconfig := userKubeconfig(t, "alice", "sre")
@@ -234,8 +231,7 @@ func waitingExtension(t *testing.T) (string, time.Time) {
 		return err
 	})
 	s := waitSessionReady(t, alice, ns, "waiting")
-	s.Status.ExpiresAt = &metav1.Time{Time: s.Status.ExpiresAt.Add(10 * time.Minute)}
-	extended, err := alice.ClustergateV1alpha1().Sessions(ns).UpdateExtension(ctx, s.Name, s, metav1.UpdateOptions{})
+	extended, err := extendTo(alice, ns, s.Name, s.Status.ExpiresAt.Add(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,6 @@ func signApproved(ctx context.Context, shoot kubernetes.Interface, ca *localclus
 func TestClusterCertificateRenewal(t *testing.T) {
 	const lifetime = 70 * time.Second
 	runShortLivedSigner(t, lifetime)
-	ctx := context.Background()
 	_, client := clients(t)
 	ns := namespace(t, "renewal")
 	manifest := strings.Replace(clusterSessionManifest("renew", "30s", "viewer"), "kubeconfigSecretRef:",
@@ -103,8 +102,7 @@ func TestClusterCertificateRenewal(t *testing.T) {
 	session := sessionKubeconfig(t, cp.AdminKubeconfig, ns, "renew")
 
 	// The extension outlasts the certificate: renewed at half its lifetime.
-	s.Status.ExpiresAt = &metav1.Time{Time: s.Status.ExpiresAt.Add(2 * time.Minute)}
-	if _, err := client.ClustergateV1alpha1().Sessions(ns).UpdateExtension(ctx, s.Name, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := extendTo(client, ns, s.Name, s.Status.ExpiresAt.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	var renewed *x509.Certificate
