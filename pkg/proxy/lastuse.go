@@ -59,8 +59,10 @@ type usage struct {
 	resourceVersion string
 	// turn is the earliest moment of the next write: an interval after
 	// the last write this replica made or saw.
-	turn    time.Time
+	turn time.Time
+	// timer, armed for timerAt, looks at the session again.
 	timer   clock.Timer
+	timerAt time.Time
 	writing bool
 }
 
@@ -130,9 +132,7 @@ func (l *lastUse) forget(uid types.UID) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if u := l.sessions[uid]; u != nil {
-		if u.timer != nil {
-			u.timer.Stop()
-		}
+		stopTimer(u)
 		delete(l.sessions, uid)
 	}
 }
@@ -149,12 +149,9 @@ func (l *lastUse) lastUseOf(u *usage, now time.Time) time.Time {
 // schedule writes the session's last use now if it is due and its turn has
 // come, arms a timer for its turn if it is due or a request is open, and
 // otherwise keeps the session until its turn, then forgets it. l.mu is
-// held.
+// held. It runs at every request's start and end, so a timer already armed
+// early enough is kept rather than made anew.
 func (l *lastUse) schedule(uid types.UID, u *usage) {
-	if u.timer != nil {
-		u.timer.Stop()
-		u.timer = nil
-	}
 	if u.writing {
 		return // its end schedules again
 	}
@@ -162,17 +159,32 @@ func (l *lastUse) schedule(uid types.UID, u *usage) {
 	due := l.lastUseOf(u, now).After(u.recorded)
 	switch {
 	case due && !now.Before(u.turn):
+		stopTimer(u)
 		u.writing = true
 		go l.writeLastUse(uid, u, l.lastUseOf(u, now), u.resourceVersion)
 	case !due && u.open == 0 && !now.Before(u.turn):
 		// Nothing to write, and the turn it keeps is over: a request
 		// that comes later starts from what it reads of the session.
+		stopTimer(u)
 		delete(l.sessions, uid)
 	default:
 		// Wait for the turn; an open request that was just written
-		// becomes due again with the next second.
-		wait := max(u.turn.Sub(now), time.Second)
-		u.timer = l.clock.AfterFunc(wait, func() { go l.fire(uid, u) })
+		// becomes due again with the next second. A timer that fires
+		// sooner only schedules again.
+		at := now.Add(max(u.turn.Sub(now), time.Second))
+		if u.timer != nil && !u.timerAt.After(at) {
+			return
+		}
+		stopTimer(u)
+		u.timer, u.timerAt = l.clock.AfterFunc(at.Sub(now), func() { go l.fire(uid, u) }), at
+	}
+}
+
+// stopTimer stops the session's timer, if one is armed.
+func stopTimer(u *usage) {
+	if u.timer != nil {
+		u.timer.Stop()
+		u.timer = nil
 	}
 }
 
@@ -181,6 +193,7 @@ func (l *lastUse) fire(uid types.UID, u *usage) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sessions[uid] == u {
+		u.timer = nil
 		l.schedule(uid, u)
 	}
 }
