@@ -31,13 +31,13 @@ func NewPrivateKey() ([]byte, error) {
 }
 
 // CertificateRequest returns the PEM CSR of a client certificate for user
-// cn in group.
-func CertificateRequest(keyPEM []byte, cn, group string) ([]byte, error) {
+// cn in groups.
+func CertificateRequest(keyPEM []byte, cn string, groups []string) ([]byte, error) {
 	key, err := ParsePrivateKey(keyPEM)
 	if err != nil {
 		return nil, err
 	}
-	return certutil.MakeCSR(key, &pkix.Name{CommonName: cn, Organization: []string{group}}, nil, nil)
+	return certutil.MakeCSR(key, &pkix.Name{CommonName: cn, Organization: groups}, nil, nil)
 }
 
 // ClientKubeconfig builds the kubeconfig the server uses for a session on a

@@ -29,7 +29,7 @@ func TestRequestMatchesKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	request, err := CertificateRequest(key, "clustergate:session:alice", "viewer")
+	request, err := CertificateRequest(key, "clustergate:session:alice", []string{"viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	authenticationv1alpha1 "github.com/gardener/gardener/pkg/apis/authentication/v1alpha1"
+	v1beta1constants "github.com/gardener/gardener/pkg/apis/core/v1beta1/constants"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -53,6 +54,17 @@ const (
 	// Viewer kubeconfigs come from shoots/viewerkubeconfig.
 	Viewer AccessLevel = "viewer"
 )
+
+// ShootGroup is the group Gardener puts a project member's kubeconfig of a
+// Shoot in at the given access level, and binds on every Shoot: admins to
+// cluster-admin, viewers to gardener.cloud:system:read-only (read access to
+// everything but Secrets and other resources the Shoot encrypts).
+func ShootGroup(level AccessLevel) string {
+	if level == Admin {
+		return v1beta1constants.ShootProjectAdminsGroupName
+	}
+	return v1beta1constants.ShootProjectViewersGroupName
+}
 
 // Kubeconfig is a kubeconfig Gardener issued.
 type Kubeconfig struct {

@@ -2,10 +2,11 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package session holds the controller that gives each Session its
-// credentials and its Istio AuthorizationPolicy, renews credentials that
-// would expire before the session, keeps its conditions, and ends it at
-// expiresAt: the session is deleted, and its finalizer removes the
-// credentials, the CSR and the policy.
+// credentials (a client certificate for the owner, signed through the
+// target's CSR API: a cluster target's or a Shoot's) and its Istio
+// AuthorizationPolicy, renews credentials that would expire before the
+// session, keeps its conditions, and ends it at expiresAt: the session is
+// deleted, and its finalizer removes the credentials, the CSR and the policy.
 //
 // Each pass computes the single next action from what it observes
 // (NextAction, a pure function tested as data) and performs it. The state of
@@ -29,6 +30,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 // ActionType names what a pass does.
@@ -36,20 +38,19 @@ type ActionType string
 
 // The actions a pass may take; each writes at most one object.
 const (
-	None                 ActionType = "None"
-	AddFinalizer         ActionType = "AddFinalizer"
-	DeleteSession        ActionType = "DeleteSession"
-	MintShootCredentials ActionType = "MintShootCredentials"
-	CreatePrivateKey     ActionType = "CreatePrivateKey"
-	CreateCSR            ActionType = "CreateCSR"
-	ApproveCSR           ActionType = "ApproveCSR"
-	WriteCertificate     ActionType = "WriteCertificate"
-	ApplyPolicy          ActionType = "ApplyPolicy"
-	UpdateStatus         ActionType = "UpdateStatus"
-	DeleteCredentials    ActionType = "DeleteCredentials"
-	DeleteCSR            ActionType = "DeleteCSR"
-	DeletePolicy         ActionType = "DeletePolicy"
-	RemoveFinalizer      ActionType = "RemoveFinalizer"
+	None              ActionType = "None"
+	AddFinalizer      ActionType = "AddFinalizer"
+	DeleteSession     ActionType = "DeleteSession"
+	CreatePrivateKey  ActionType = "CreatePrivateKey"
+	CreateCSR         ActionType = "CreateCSR"
+	ApproveCSR        ActionType = "ApproveCSR"
+	WriteCertificate  ActionType = "WriteCertificate"
+	ApplyPolicy       ActionType = "ApplyPolicy"
+	UpdateStatus      ActionType = "UpdateStatus"
+	DeleteCredentials ActionType = "DeleteCredentials"
+	DeleteCSR         ActionType = "DeleteCSR"
+	DeletePolicy      ActionType = "DeletePolicy"
+	RemoveFinalizer   ActionType = "RemoveFinalizer"
 )
 
 // Action is the single next step for one session.
@@ -86,13 +87,13 @@ type Observed struct {
 	Session *v1alpha1.Session
 	// Credentials is the session's credentials Secret, or nil.
 	Credentials *corev1.Secret
-	// CSR is the session's CSR on a cluster target, or nil.
+	// CSR is the session's CSR on its target, or nil.
 	CSR *certificatesv1.CertificateSigningRequest
 	// Target is set when the target could not be used.
 	Target *TargetProblem
-	// MintFailure is the last failed attempt to mint a shoot target's
-	// credentials, until one succeeds.
-	MintFailure *controllerutil.Failure
+	// GardenerFailure is the last failed attempt to reach a shoot session's
+	// Shoot through Gardener, until one succeeds.
+	GardenerFailure *controllerutil.Failure
 	// Policy is the session's AuthorizationPolicy.
 	Policy PolicyState
 	Now    time.Time
@@ -147,22 +148,15 @@ func NextAction(o Observed, cfg Config) Action {
 	creds, backendURL, pending := credentialsCondition(o, cfg)
 	// Credentials that expire before the session (an extension outlasted
 	// them, or the target's signer caps its certificates) are renewed
-	// before they expire: a shoot's minted anew by Gardener, a cluster
-	// target's certificate issued anew for a new key. The proxy's open
-	// streams keep the old ones.
+	// before they expire: the certificate is issued anew for a new key.
+	// The proxy's open streams keep the old one.
 	if pending == nil && expiresAt != nil {
 		notBefore, notAfter := credentials.Validity(o.Credentials.Data[credentials.KeyKubeconfig])
 		if at := renewal(notBefore, notAfter, expiresAt.Time); !at.IsZero() {
-			if f := o.MintFailure; f != nil && s.Spec.Target.Shoot != nil {
-				at = later(at, f.RetryAt(time.Second, cfg.RetryAfter))
-			}
-			switch {
-			case o.Now.Before(at):
+			if o.Now.Before(at) {
 				untilExpiry = soonest(untilExpiry, at.Sub(o.Now))
-			case s.Spec.Target.Shoot != nil:
-				return Action{Type: MintShootCredentials}
-			default:
-				step, problem := clusterCertificateStep(o, cfg)
+			} else {
+				step, problem := certificateStep(o, cfg)
 				if step.Type != None {
 					return step
 				}
@@ -210,19 +204,11 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 		step, problem := targetWait(o, cfg)
 		return problem, "", &step
 	}
-	if s.Spec.Target.Shoot != nil {
-		if g := s.Spec.AccessLevel.Group; g != v1alpha1.AccessLevelAdmin && g != v1alpha1.AccessLevelViewer {
-			return credentialsFalse(v1alpha1.SessionReasonAccessLevelInvalid,
-				fmt.Sprintf("Gardener issues admin and viewer kubeconfigs only, not %q", g)), "", wait(0)
-		}
-		if f := o.MintFailure; f != nil {
-			if retry := f.RetryAt(time.Second, cfg.RetryAfter); o.Now.Before(retry) {
-				return credentialsFalse(f.Reason, f.Message), "", wait(retry.Sub(o.Now))
-			}
-		}
-		return metav1.Condition{}, "", &Action{Type: MintShootCredentials}
+	if g := s.Spec.AccessLevel.Group; s.Spec.Target.Shoot != nil && g != v1alpha1.AccessLevelAdmin && g != v1alpha1.AccessLevelViewer {
+		return credentialsFalse(v1alpha1.SessionReasonAccessLevelInvalid,
+			fmt.Sprintf("Gardener grants admin and viewer access only, not %q", g)), "", wait(0)
 	}
-	step, problem := clusterCertificateStep(o, cfg)
+	step, problem := certificateStep(o, cfg)
 	return problem, "", &step
 }
 
@@ -233,25 +219,29 @@ func credentialsFalse(reason, msg string) metav1.Condition {
 }
 
 // targetWait is the wait for a target that could not be used, with the
-// condition that says why. Only a target that could not be reached is
-// tried again on a timer: the other problems are in a Secret or the
-// server's flags, and a change of a marked Secret queues the sessions
-// naming it.
+// condition that says why. A Shoot that Gardener did not give access to is
+// tried again when the failure's backoff ends, a cluster target only if it
+// could not be reached: its other problems are in a Secret or the server's
+// flags, and a change of a marked Secret queues the sessions naming it.
 func targetWait(o Observed, cfg Config) (Action, metav1.Condition) {
 	retry := time.Duration(0)
-	if r := o.Target.Reason; r == v1alpha1.SessionReasonTargetUnreachable || r == v1alpha1.SessionReasonTargetForbidden {
+	switch r := o.Target.Reason; {
+	case o.GardenerFailure != nil:
+		// At least a moment: zero would mean never.
+		retry = max(o.GardenerFailure.RetryAt(time.Second, cfg.RetryAfter).Sub(o.Now), time.Millisecond)
+	case r == v1alpha1.SessionReasonTargetUnreachable || r == v1alpha1.SessionReasonTargetForbidden:
 		retry = cfg.RetryAfter
 	}
 	return Action{Type: None, RequeueAfter: retry}, credentialsFalse(o.Target.Reason, o.Target.Message)
 }
 
-// clusterCertificateStep is the next step towards a cluster target's client
-// certificate, one per pass: a key, a CSR for it, its approval, the issued
+// certificateStep is the next step towards the session's client
+// certificate on its target, one per pass: a key, a CSR for it, its approval, the issued
 // certificate; or a wait, with the condition that says what holds it up.
 // The first certificate and every renewal take the same steps: a renewal's
 // new key sits next to the kubeconfig in use until its certificate
 // replaces both, and a CSR made for another key is deleted first.
-func clusterCertificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
+func certificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
 	wait := func(after time.Duration, reason, msg string) (Action, metav1.Condition) {
 		return Action{Type: None, RequeueAfter: after}, credentialsFalse(reason, msg)
 	}
@@ -297,8 +287,7 @@ func clusterCertificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
 	return step(WriteCertificate)
 }
 
-// renewingCondition is CredentialsReady while a cluster target's
-// certificate is due for renewal and the renewal waits: the credentials in
+// renewingCondition is CredentialsReady while a session's certificate is due for renewal and the renewal waits: the credentials in
 // use stay Ready until they expire, saying what holds the renewal up unless
 // it is only the signer's usual delay; once expired, CertificateInvalid
 // with the problem in the message. Its own reason, not the problem's: a
@@ -384,13 +373,28 @@ func csrState(csr *certificatesv1.CertificateSigningRequest) certificatesv1.Requ
 	return ""
 }
 
-// CommonName is the CN of a session's client certificate.
+// CommonName is the CN of a session's client certificate: its user on the
+// target.
 func CommonName(s *v1alpha1.Session) string {
-	return "clustergate:session:" + s.Spec.Owner.Username
+	return v1alpha1.SessionUserPrefix + s.Spec.Owner.Username
+}
+
+// Groups are the organizations of a session's client certificate: its
+// groups on the target. The first grants the access level: on a cluster
+// target the level's name, which the target's admins bind; on a Shoot the
+// group Gardener puts its own kubeconfigs of the level in, which Gardener
+// binds on every Shoot, so a session has the very rights of the level's
+// Gardener kubeconfig. The second names the session, for the audit log.
+func Groups(s *v1alpha1.Session) []string {
+	level := s.Spec.AccessLevel.Group
+	if s.Spec.Target.Shoot != nil {
+		level = gardener.ShootGroup(shootLevel(s))
+	}
+	return []string{level, v1alpha1.SessionGroupPrefix + s.Namespace + "/" + s.Name}
 }
 
 // CheckCertificate verifies an issued certificate before use: it belongs to
-// the private key, carries the session's CN and group, and is valid now.
+// the private key, carries the session's CN and groups, and is valid now.
 func CheckCertificate(certPEM, keyPEM []byte, s *v1alpha1.Session, now time.Time) error {
 	cert, err := credentials.ParseCertificate(certPEM)
 	if err != nil {
@@ -403,9 +407,9 @@ func CheckCertificate(certPEM, keyPEM []byte, s *v1alpha1.Session, now time.Time
 	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
 		return fmt.Errorf("the issued certificate does not belong to the session's key")
 	}
-	if cert.Subject.CommonName != CommonName(s) || !slices.Equal(cert.Subject.Organization, []string{s.Spec.AccessLevel.Group}) {
-		return fmt.Errorf("the issued certificate is for CN=%s O=%v, not CN=%s O=[%s]",
-			cert.Subject.CommonName, cert.Subject.Organization, CommonName(s), s.Spec.AccessLevel.Group)
+	if cert.Subject.CommonName != CommonName(s) || !slices.Equal(cert.Subject.Organization, Groups(s)) {
+		return fmt.Errorf("the issued certificate is for CN=%s O=%v, not CN=%s O=%v",
+			cert.Subject.CommonName, cert.Subject.Organization, CommonName(s), Groups(s))
 	}
 	if now.Before(cert.NotBefore) || !now.Before(cert.NotAfter) {
 		return fmt.Errorf("the issued certificate is valid from %s to %s, not now", cert.NotBefore, cert.NotAfter)

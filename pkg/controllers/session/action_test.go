@@ -41,6 +41,12 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `
 
+// sessionGroup is the group that names session(), and clusterGroups the
+// groups of its certificate on a cluster target.
+const sessionGroup = "clustergate:session-name:sre/fix-etcd"
+
+var clusterGroups = []string{"viewer", sessionGroup}
+
 func session(mutate ...func(*v1alpha1.Session)) *v1alpha1.Session {
 	expires := metav1.NewTime(created.Add(time.Hour))
 	s := &v1alpha1.Session{
@@ -73,7 +79,7 @@ func credentialsSecret(data map[string][]byte) *corev1.Secret {
 // given.
 func csr(t *testing.T, keyPEM, certificate []byte, conditions ...certificatesv1.RequestConditionType) *certificatesv1.CertificateSigningRequest {
 	t.Helper()
-	request, err := credentials.CertificateRequest(keyPEM, "clustergate:session:alice", "viewer")
+	request, err := credentials.CertificateRequest(keyPEM, "clustergate:session:alice", []string{"viewer"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,19 +139,19 @@ func TestNextAction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created.Add(2*time.Hour))
-	wrongGroup := issue(t, key, "clustergate:session:alice", []string{"admin"}, created.Add(2*time.Hour))
-	expired := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created)
+	good := issue(t, key, "clustergate:session:alice", clusterGroups, created.Add(2*time.Hour))
+	wrongGroup := issue(t, key, "clustergate:session:alice", []string{"admin", sessionGroup}, created.Add(2*time.Hour))
+	expired := issue(t, key, "clustergate:session:alice", clusterGroups, created)
 	minted := credentialsSecret(map[string][]byte{credentials.KeyKubeconfig: []byte(shootKubeconfig)})
 	// A cluster target's certificate that ends half an hour before the
 	// session, as after an extension, and its renewal for a new key.
-	short := issue(t, key, "clustergate:session:alice", []string{"viewer"}, created.Add(30*time.Minute))
+	short := issue(t, key, "clustergate:session:alice", clusterGroups, created.Add(30*time.Minute))
 	renewAt := created.Add(29 * time.Minute)
 	newKey, err := credentials.NewPrivateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewed := issue(t, newKey, "clustergate:session:alice", []string{"viewer"}, created.Add(time.Hour))
+	renewed := issue(t, newKey, "clustergate:session:alice", clusterGroups, created.Add(time.Hour))
 	clusterMinted := func(cert []byte) *corev1.Secret {
 		kubeconfig, err := credentials.ClientKubeconfig("https://127.0.0.1:6443", []byte("ca"), cert, key)
 		if err != nil {
@@ -163,9 +169,16 @@ func TestNextAction(t *testing.T) {
 	csrPending := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCSRPending,
 		Message: "waiting for signer kubernetes.io/kube-apiserver-client to issue the certificate"}
 	gardenerDown := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "gardener: connection refused"}
-	failedAt := func(ago time.Duration, count int) *controllerutil.Failure {
-		return &controllerutil.Failure{Reason: gardenerDown.Reason, Message: gardenerDown.Message, At: clock.Now().Add(-ago), Count: count}
+	shootGone := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetNotFound, Message: `shoot "local" not found`}
+	// failedAt is a shoot session's observation of Gardener failing ago,
+	// for the count-th time in a row.
+	failedAt := func(c metav1.Condition, ago time.Duration, count int) Observed {
+		return Observed{Session: session(), Policy: policy, Target: &TargetProblem{Reason: c.Reason, Message: c.Message},
+			GardenerFailure: &controllerutil.Failure{Reason: c.Reason, Message: c.Message, At: clock.Now().Add(-ago), Count: count}}
 	}
+	shootIssued := issue(t, key, "clustergate:session:alice", []string{"gardener.cloud:project:viewers", sessionGroup}, created.Add(2*time.Hour))
+	shootAdminIssued := issue(t, key, "clustergate:session:alice", []string{"gardener.cloud:project:admins", sessionGroup}, created.Add(2*time.Hour))
+	admin := func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = v1alpha1.AccessLevelAdmin }
 	targetDown := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "dial tcp 127.0.0.1:6443: connection refused"}
 	targetGone := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonTargetNotFound, Message: "kubeconfig Secret clustergate-system/mc-1 not found"}
 
@@ -177,28 +190,52 @@ func TestNextAction(t *testing.T) {
 		{name: "new session gets the finalizer",
 			obs:    Observed{Session: session(func(s *v1alpha1.Session) { s.Finalizers = nil })},
 			expect: Action{Type: AddFinalizer}},
-		{name: "shoot target: mint from Gardener",
+		{name: "shoot target: key first",
 			obs:    Observed{Session: session()},
-			expect: Action{Type: MintShootCredentials}},
+			expect: Action{Type: CreatePrivateKey}},
+		{name: "shoot target: then the CSR on the Shoot",
+			obs:    Observed{Session: session(), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key})},
+			expect: Action{Type: CreateCSR}},
+		{name: "shoot target: approve the CSR",
+			obs:    Observed{Session: session(), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}), CSR: csr(t, key, nil)},
+			expect: Action{Type: ApproveCSR}},
+		{name: "shoot target: issued for the owner in Gardener's viewer group: store it",
+			obs: Observed{Session: session(), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
+				CSR: csr(t, key, shootIssued, certificatesv1.CertificateApproved)},
+			expect: Action{Type: WriteCertificate}},
+		{name: "shoot target, admin: issued in Gardener's admin group: store it",
+			obs: Observed{Session: session(admin), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
+				CSR: csr(t, key, shootAdminIssued, certificatesv1.CertificateApproved)},
+			expect: Action{Type: WriteCertificate}},
+		{name: "shoot target, viewer: a certificate in Gardener's admin group is refused",
+			obs: Observed{Session: session(), Credentials: credentialsSecret(map[string][]byte{credentials.KeyPrivateKey: key}),
+				CSR: csr(t, key, shootAdminIssued, certificatesv1.CertificateApproved), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
+				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
+					Message: "the issued certificate is for CN=clustergate:session:alice O=[gardener.cloud:project:admins clustergate:session-name:sre/fix-etcd], " +
+						"not CN=clustergate:session:alice O=[gardener.cloud:project:viewers clustergate:session-name:sre/fix-etcd]"}
+				return conditions(c, policyApplied, notReady(c))
+			}()}},
+		{name: "shoot target renewal: a new key first",
+			obs:    Observed{Session: session(recordedReady), Credentials: clusterMinted(short), Policy: policy, Now: renewAt},
+			expect: Action{Type: CreatePrivateKey}},
 		{name: "shoot target with a group Gardener does not issue",
 			obs: Observed{Session: session(func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "breakglass" })},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: conditions(
 				metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
-					Message: `Gardener issues admin and viewer kubeconfigs only, not "breakglass"`},
+					Message: `Gardener grants admin and viewer access only, not "breakglass"`},
 				policyApplied,
 				metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
-					Message: `Gardener issues admin and viewer kubeconfigs only, not "breakglass"`})}},
+					Message: `Gardener grants admin and viewer access only, not "breakglass"`})}},
 		{name: "shoot target: Gardener failed a moment ago: reported, retried after a second",
-			obs:    Observed{Session: session(), MintFailure: failedAt(0, 1), Policy: policy},
+			obs:    failedAt(gardenerDown, 0, 1),
 			expect: Action{Type: UpdateStatus, RequeueAfter: time.Second, Conditions: conditions(gardenerDown, policyApplied, notReady(gardenerDown))}},
 		{name: "shoot target: Gardener failed again: backs off, up to RetryAfter",
-			obs:    Observed{Session: session(), MintFailure: failedAt(10*time.Second, 9), Policy: policy},
+			obs:    failedAt(gardenerDown, 10*time.Second, 9),
 			expect: Action{Type: UpdateStatus, RequeueAfter: 20 * time.Second, Conditions: conditions(gardenerDown, policyApplied, notReady(gardenerDown))}},
-		{name: "shoot target: failure reported, retry due: mint again",
-			obs: Observed{Session: session(func(s *v1alpha1.Session) {
-				s.Status.Conditions = conditions(gardenerDown, policyApplied, notReady(gardenerDown))
-			}), MintFailure: failedAt(2*time.Second, 1), Policy: policy},
-			expect: Action{Type: MintShootCredentials}},
+		{name: "shoot target: no such Shoot: asked again after the backoff too, as no event says it appeared",
+			obs:    failedAt(shootGone, 0, 2),
+			expect: Action{Type: UpdateStatus, RequeueAfter: 2 * time.Second, Conditions: conditions(shootGone, policyApplied, notReady(shootGone))}},
 		{name: "credentials minted, no policy yet",
 			obs:    Observed{Session: session(), Credentials: minted},
 			expect: Action{Type: ApplyPolicy}},
@@ -276,7 +313,7 @@ func TestNextAction(t *testing.T) {
 				CSR: csr(t, key, wrongGroup, certificatesv1.CertificateApproved), Policy: policy},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: func() []metav1.Condition {
 				c := metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonCertificateInvalid,
-					Message: "the issued certificate is for CN=clustergate:session:alice O=[admin], not CN=clustergate:session:alice O=[viewer]"}
+					Message: "the issued certificate is for CN=clustergate:session:alice O=[admin clustergate:session-name:sre/fix-etcd], not CN=clustergate:session:alice O=[viewer clustergate:session-name:sre/fix-etcd]"}
 				return conditions(c, policyApplied, notReady(c))
 			}()}},
 		{name: "cluster target: issued but already expired",
@@ -356,7 +393,7 @@ func TestNextAction(t *testing.T) {
 			}()}},
 		{name: "cluster target renewal: the signer's certificate ends no later than the one in use: not taken, said",
 			obs: Observed{Session: session(clusterTarget, recordedReady), Credentials: renewing, Policy: policy, Now: renewAt,
-				CSR: csr(t, newKey, issue(t, newKey, "clustergate:session:alice", []string{"viewer"}, created.Add(30*time.Minute)), certificatesv1.CertificateApproved)},
+				CSR: csr(t, newKey, issue(t, newKey, "clustergate:session:alice", clusterGroups, created.Add(30*time.Minute)), certificatesv1.CertificateApproved)},
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: time.Minute, Conditions: func() []metav1.Condition {
 				c := credsMinted
 				c.Message += "; renewing the client certificate before it expires at 2026-11-30T10:30:00Z: the signer issued a certificate that ends at 2026-11-30T10:30:00Z, no later than the one in use"

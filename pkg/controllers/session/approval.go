@@ -107,10 +107,3 @@ func forReason(s *v1alpha1.Session) string {
 	}
 	return " (reason: " + s.Spec.Reason + ")"
 }
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}

@@ -104,7 +104,7 @@ func TestNextActionApproval(t *testing.T) {
 				Message: "Session denied by bob at 2026-11-30T10:01:00Z: INC-1"}},
 		{name: "approved: credentials are minted",
 			obs:    Observed{Session: session(waitsForApproval, decided(v1alpha1.ApprovalApproved), withExpiry(61*time.Minute)), Policy: policy},
-			expect: Action{Type: MintShootCredentials}},
+			expect: Action{Type: CreatePrivateKey}},
 		{name: "approved and minted: Ready, with who approved",
 			obs: Observed{Session: session(waitsForApproval, decided(v1alpha1.ApprovalApproved), withExpiry(61*time.Minute)), Credentials: minted, Policy: policy},
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: time.Hour,
@@ -119,11 +119,16 @@ func TestNextActionApproval(t *testing.T) {
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 27 * time.Minute, Conditions: conditions(credsMinted, policyApplied, sessionReady)}},
 		{name: "renewal due",
 			obs:    Observed{Session: session(withExpiry(time.Hour)), Credentials: shortCreds, Policy: policy, Now: created.Add(28 * time.Minute)},
-			expect: Action{Type: MintShootCredentials}},
-		{name: "renewal failed: tried again later",
+			expect: Action{Type: CreatePrivateKey}},
+		{name: "renewal: Gardener failed: still Ready, saying so, tried again later",
 			obs: Observed{Session: session(withExpiry(time.Hour)), Credentials: shortCreds, Policy: policy, Now: created.Add(28 * time.Minute),
-				MintFailure: &controllerutil.Failure{Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "down", Count: 1, At: created.Add(28 * time.Minute)}},
-			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: time.Second, Conditions: conditions(credsMinted, policyApplied, sessionReady)}},
+				Target:          &TargetProblem{Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "down"},
+				GardenerFailure: &controllerutil.Failure{Reason: v1alpha1.SessionReasonTargetUnreachable, Message: "down", Count: 1, At: created.Add(28 * time.Minute)}},
+			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: time.Second, Conditions: func() []metav1.Condition {
+				c := credsMinted
+				c.Message += "; renewing the client certificate before it expires at 2026-11-30T10:30:00Z: down"
+				return conditions(c, policyApplied, sessionReady)
+			}()}},
 		{name: "credentials outlast the session: no renewal",
 			obs:    Observed{Session: session(withExpiry(time.Hour)), Credentials: longCreds, Policy: policy},
 			expect: Action{Type: UpdateStatus, BackendURL: "https://127.0.0.1:6443", RequeueAfter: 59 * time.Minute, Conditions: conditions(credsMinted, policyApplied, sessionReady)}},

@@ -60,8 +60,12 @@ type Controller struct {
 	targets   corelisters.SecretLister
 	hasSynced []cache.InformerSynced
 	queue     *controllerutil.Queue
-	// mintFailures are the failed attempts to mint credentials from Gardener.
-	mintFailures *controllerutil.Failures
+	// shoots reach Shoots with admin kubeconfigs from Gardener; nil
+	// without a Gardener project.
+	shoots *shootAccess
+	// gardenerFailures are the failed attempts to reach a session's Shoot
+	// through Gardener.
+	gardenerFailures *controllerutil.Failures
 	// removeHandlers removes the controller's event handlers from the
 	// shared informers.
 	removeHandlers func()
@@ -78,11 +82,14 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 	sessions informers.SessionInformer, secrets, targets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
-		sessions:     sessions.Lister(),
-		secrets:      secrets.Lister(),
-		targets:      targets.Lister(),
-		hasSynced:    []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced, targets.Informer().HasSynced},
-		mintFailures: controllerutil.NewFailures(),
+		sessions:         sessions.Lister(),
+		secrets:          secrets.Lister(),
+		targets:          targets.Lister(),
+		hasSynced:        []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced, targets.Informer().HasSynced},
+		gardenerFailures: controllerutil.NewFailures(),
+	}
+	if g != nil {
+		c.shoots = newShootAccess(g)
 	}
 	c.queue = controllerutil.NewQueue("session-controller", clk, 500*time.Millisecond, time.Minute, c.sync)
 	remove, err := controllerutil.AddHandlers(
@@ -149,20 +156,16 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 		return controllerutil.Result{}, err
 	}
 	record(o, a)
-	_, mintFailed := c.mintFailures.Get(s.UID)
-	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: !comesBackAsEvent(a.Type, mintFailed)}, nil
+	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: !comesBackAsEvent(a.Type)}, nil
 }
 
 // comesBackAsEvent tells whether an action's outcome reaches the queue as an
 // event of a cache (Sessions, credentials Secrets, policies). The others
-// (writes on a target, a mint that failed and wrote nothing) are followed
-// by another pass at once. A pass right after a cached write would see the
-// cache from before it and write again: a conflict or AlreadyExists, and
-// for a mint a second request to Gardener.
-func comesBackAsEvent(t ActionType, mintFailed bool) bool {
+// (writes on a target) are followed by another pass at once. A pass right
+// after a cached write would see the cache from before it and write again:
+// a conflict or AlreadyExists.
+func comesBackAsEvent(t ActionType) bool {
 	switch t {
-	case MintShootCredentials:
-		return !mintFailed
 	case None, UpdateStatus, AddFinalizer, RemoveFinalizer, DeleteSession,
 		CreatePrivateKey, WriteCertificate, DeleteCredentials, ApplyPolicy, DeletePolicy:
 		return true

@@ -89,7 +89,7 @@ func TestRecord(t *testing.T) {
 			action: Action{Type: UpdateStatus, Conditions: ready}},
 		{name: "a status that is not Ready", session: metricsSession("s", "admin", false, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending, 0)),
 			action: Action{Type: UpdateStatus, Conditions: []metav1.Condition{readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonTargetUnreachable, 0)}}},
-		{name: "other actions", session: metricsSession("s", "admin", false), action: Action{Type: MintShootCredentials}},
+		{name: "other actions", session: metricsSession("s", "admin", false), action: Action{Type: CreatePrivateKey}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,15 +15,17 @@ import (
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
-// target is a cluster target as the server reaches it.
+// target is a cluster target or a Shoot as the server reaches it to have a
+// session's certificate signed.
 type target struct {
 	kube   kubernetes.Interface
 	server string
 	ca     []byte
 }
 
-// observe gathers a session's credentials, CSR and policy. The target is
-// contacted only while credentials are being minted, renewed or cleaned up.
+// observe gathers a session's credentials, CSR and policy. The target (and
+// for a Shoot, Gardener) is contacted only while credentials are being
+// minted, renewed or cleaned up.
 func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed, *target, error) {
 	o := Observed{Session: s, Now: c.clock.Now()}
 	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(credentials.SecretName(s.UID))
@@ -37,17 +39,17 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 
 	var t *target
 	minting := o.Credentials == nil || len(o.Credentials.Data[credentials.KeyKubeconfig]) == 0
-	if s.Spec.Target.Shoot != nil {
-		if c.gardener == nil && minting {
-			o.Target = &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "the server has no Gardener project (--gardener-project)"}
+	if minting || renewalDue(o) || s.DeletionTimestamp != nil {
+		switch {
+		case s.Spec.Target.Shoot != nil && c.gardener == nil:
+			if minting {
+				o.Target = &TargetProblem{Reason: v1alpha1.SessionReasonTargetNotFound, Message: "the server has no Gardener project (--gardener-project)"}
+			}
+		case s.Spec.Target.Shoot != nil:
+			t, o.Target = c.reachShoot(ctx, s)
+		default:
+			t, o.Target = c.reachTarget(ctx, s)
 		}
-		// Also while credentials are renewed for an extension.
-		if f, ok := c.mintFailures.Get(s.UID); ok {
-			o.MintFailure = &f
-		}
-	}
-	if s.Spec.Target.Cluster != nil && (minting || renewalDue(o) || s.DeletionTimestamp != nil) {
-		t, o.Target = c.reachTarget(ctx, s)
 		if t != nil {
 			csr, err := t.kube.CertificatesV1().CertificateSigningRequests().Get(ctx, credentials.CSRName(s.UID), metav1.GetOptions{})
 			switch {
@@ -63,6 +65,9 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 			// deletion: its CSR expires there on its own.
 			c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Target.Reason, "Cleanup", "CSR %s left on the target: %s", credentials.CSRName(s.UID), o.Target.Message)
 		}
+	}
+	if f, ok := c.gardenerFailures.Get(s.UID); ok && s.Spec.Target.Shoot != nil {
+		o.GardenerFailure = &f
 	}
 
 	o.Policy, err = c.observePolicy(s)

@@ -44,13 +44,11 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		_, err := sessions.Update(ctx, updated, update)
 		return err
 	case RemoveFinalizer:
-		c.mintFailures.Forget(s.UID)
+		c.gardenerFailures.Forget(s.UID)
 		updated := s.DeepCopy()
 		updated.Finalizers = slices.DeleteFunc(slices.Clone(updated.Finalizers), func(f string) bool { return f == v1alpha1.SessionFinalizer })
 		_, err := sessions.Update(ctx, updated, update)
 		return controllerutil.IgnoreNotFound(err)
-	case MintShootCredentials:
-		return c.mintShootCredentials(ctx, o)
 	case CreatePrivateKey:
 		key, err := credentials.NewPrivateKey()
 		if err != nil {
@@ -119,53 +117,9 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 	return fmt.Errorf("unknown action %q", a.Type)
 }
 
-// mintShootCredentials asks Gardener for an admin or viewer kubeconfig that
-// lasts as long as the session (at least Gardener's minimum) and stores it.
-// A failure is remembered for the next pass, which reports it and decides
-// when to try again.
-func (c *Controller) mintShootCredentials(ctx context.Context, o Observed) error {
-	s := o.Session
-	level := gardener.Viewer
-	if s.Spec.AccessLevel.Group == v1alpha1.AccessLevelAdmin {
-		level = gardener.Admin
-	}
-	remaining := s.Spec.TTL.Duration
-	if s.Status.ExpiresAt != nil {
-		remaining = s.Status.ExpiresAt.Sub(o.Now)
-	}
-	failed := func(reason, msg string) error {
-		c.mintFailures.Record(s.UID, reason, msg, c.clock.Now())
-		c.recorder.Eventf(s, nil, corev1.EventTypeWarning, reason, "MintCredentials", "%s", msg)
-		return nil
-	}
-	kc, err := c.gardener.RequestKubeconfig(ctx, s.Spec.Target.Shoot.Name, level, remaining)
-	if err != nil {
-		reason := map[gardener.Reason]string{gardener.ShootNotFound: v1alpha1.SessionReasonTargetNotFound, gardener.Forbidden: v1alpha1.SessionReasonTargetForbidden}[gardener.ReasonOf(err)]
-		if reason == "" {
-			reason = v1alpha1.SessionReasonTargetUnreachable
-		}
-		return failed(reason, err.Error())
-	}
-	if _, _, err := credentials.TargetCluster(kc.Data); err != nil {
-		return failed(v1alpha1.SessionReasonTargetInsecure, "Gardener's kubeconfig: "+err.Error())
-	}
-	secret := credentials.NewSecret(c.opts.Namespace, s, map[string][]byte{credentials.KeyKubeconfig: kc.Data})
-	if o.Credentials != nil {
-		secret.ResourceVersion = o.Credentials.ResourceVersion
-		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Update(ctx, secret, metav1.UpdateOptions{FieldManager: FieldManager})
-	} else {
-		_, err = c.kube.CoreV1().Secrets(c.opts.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager})
-	}
-	if err == nil {
-		c.mintFailures.Forget(s.UID)
-		c.recorder.Eventf(s, nil, corev1.EventTypeNormal, v1alpha1.SessionReasonMinted, "MintCredentials", "%s kubeconfig of shoot %s issued by Gardener%s", level, s.Spec.Target.Shoot.Name, forReason(s))
-	}
-	return err
-}
-
 func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error {
 	s := o.Session
-	request, err := credentials.CertificateRequest(o.Credentials.Data[credentials.KeyPrivateKey], CommonName(s), s.Spec.AccessLevel.Group)
+	request, err := credentials.CertificateRequest(o.Credentials.Data[credentials.KeyPrivateKey], CommonName(s), Groups(s))
 	if err != nil {
 		return err
 	}
@@ -180,7 +134,7 @@ func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error
 		ObjectMeta: metav1.ObjectMeta{Name: credentials.CSRName(s.UID), Labels: credentials.Labels(s.Namespace, s.Name)},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           request,
-			SignerName:        s.Spec.Target.Cluster.SignerName,
+			SignerName:        signerName(s),
 			ExpirationSeconds: &seconds,
 			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
 		},
@@ -201,4 +155,14 @@ func (c *Controller) applyStatus(ctx context.Context, s *v1alpha1.Session, a Act
 	_, err := c.client.ClustergateV1alpha1().Sessions(s.Namespace).ApplyStatus(ctx,
 		applyv1alpha1.Session(s.Name, s.Namespace).WithStatus(status), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	return err
+}
+
+// signerName is the signer a session's CSR asks for: a cluster target's
+// own, and on a Shoot the one of client certificates its kube-apiserver
+// trusts, which the Shoot's kube-controller-manager runs.
+func signerName(s *v1alpha1.Session) string {
+	if s.Spec.Target.Cluster != nil {
+		return s.Spec.Target.Cluster.SignerName
+	}
+	return certificatesv1.KubeAPIServerClientSignerName
 }

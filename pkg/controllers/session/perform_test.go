@@ -5,7 +5,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -27,13 +26,11 @@ import (
 	"github.com/clustergate/clustergate/pkg/controllers/controllertest"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
-	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/fake"
 )
 
 // TestPerform: every action writes exactly the one object it names, on the
-// cluster it belongs to, and a failed mint writes nothing and is remembered
-// for the next pass instead.
+// cluster it belongs to.
 func TestPerform(t *testing.T) {
 	now := created.Add(time.Minute)
 	key, err := credentials.NewPrivateKey()
@@ -46,27 +43,21 @@ func TestPerform(t *testing.T) {
 		name        string
 		session     *v1alpha1.Session
 		credentials *corev1.Secret
-		gardener    gardener.Requester
 		action      Action
 		// want are the writes to the server's API, the core cluster and
 		// Istio; wantTarget those to the target.
 		want, wantTarget []string
-		// failure is the reason remembered for the next pass, if any.
-		failure string
 	}{
 		{name: "add the finalizer", session: session(func(s *v1alpha1.Session) { s.Finalizers = nil }),
 			action: Action{Type: AddFinalizer}, want: []string{"update sessions"}},
 		{name: "delete an expired session", session: session(),
 			action: Action{Type: DeleteSession}, want: []string{"delete sessions"}},
-		{name: "mint a shoot's credentials", session: session(),
-			gardener: controllertest.Gardener{Kubeconfig: gardener.Kubeconfig{Data: []byte(shootKubeconfig), ExpiresAt: now.Add(time.Hour)}},
-			action:   Action{Type: MintShootCredentials}, want: []string{"create secrets"}},
-		{name: "Gardener fails: nothing written, the failure remembered", session: session(),
-			gardener: controllertest.Gardener{Err: &gardener.Error{Reason: gardener.Forbidden, Err: errors.New("403")}},
-			action:   Action{Type: MintShootCredentials}, failure: v1alpha1.SessionReasonTargetForbidden},
-		{name: "Gardener's kubeconfig does not verify TLS: refused, remembered", session: session(),
-			gardener: controllertest.Gardener{Kubeconfig: gardener.Kubeconfig{Data: []byte("apiVersion: v1\nkind: Config\n")}},
-			action:   Action{Type: MintShootCredentials}, failure: v1alpha1.SessionReasonTargetInsecure},
+		{name: "shoot target: ask the Shoot to sign", session: session(), credentials: withKey,
+			action: Action{Type: CreateCSR}, wantTarget: []string{"create certificatesigningrequests"}},
+		{name: "shoot target: approve the CSR", session: session(), credentials: withKey,
+			action: Action{Type: ApproveCSR}, wantTarget: []string{"update certificatesigningrequests/approval"}},
+		{name: "deleted shoot session: the CSR on the Shoot", session: session(deleted),
+			action: Action{Type: DeleteCSR}, wantTarget: []string{"delete certificatesigningrequests"}},
 		{name: "cluster target: keep a new private key", session: session(clusterTarget),
 			action: Action{Type: CreatePrivateKey}, want: []string{"create secrets"}},
 		{name: "cluster target: a renewal's key joins the kubeconfig in use", session: session(clusterTarget), credentials: minted,
@@ -93,7 +84,7 @@ func TestPerform(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newPerformFixture(t, tt.session, tt.credentials, tt.gardener, now, csr(t, key, nil))
+			f := newPerformFixture(t, tt.session, tt.credentials, now, csr(t, key, nil))
 			if err := f.controller.perform(context.Background(), f.observed, f.target, tt.action); err != nil {
 				t.Fatalf("perform: %v", err)
 			}
@@ -102,10 +93,6 @@ func TestPerform(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.wantTarget, controllertest.Writes(f.targetKube.Actions())); diff != "" {
 				t.Errorf("writes to the target (-want +got):\n%s", diff)
-			}
-			failure, failed := f.controller.mintFailures.Get(tt.session.UID)
-			if failed != (tt.failure != "") || failure.Reason != tt.failure {
-				t.Errorf("remembered failure = %+v (%v), want %q", failure, failed, tt.failure)
 			}
 		})
 	}
@@ -125,7 +112,7 @@ type performFixture struct {
 
 // newPerformFixture serves s, credentials and, on the target, csr (or no
 // CSR when nil) to a controller whose clock says now.
-func newPerformFixture(t *testing.T, s *v1alpha1.Session, credentials *corev1.Secret, g gardener.Requester, now time.Time,
+func newPerformFixture(t *testing.T, s *v1alpha1.Session, credentials *corev1.Secret, now time.Time,
 	csr *certificatesv1.CertificateSigningRequest) performFixture {
 	t.Helper()
 	f := performFixture{client: fake.NewClientset(s), istio: istiofake.NewSimpleClientset(), recorder: events.NewFakeRecorder(10),
@@ -144,8 +131,8 @@ func newPerformFixture(t *testing.T, s *v1alpha1.Session, credentials *corev1.Se
 	f.kube = kubefake.NewClientset(core...)
 	f.controller = &Controller{
 		opts:   Options{Namespace: "clustergate-system", Policy: PolicyConfig{Namespace: "clustergate-data-plane", Port: 8444}},
-		client: f.client, kube: f.kube, istio: f.istio, gardener: g, clock: clocktesting.NewFakeClock(now),
-		recorder: f.recorder, mintFailures: controllerutil.NewFailures(),
+		client: f.client, kube: f.kube, istio: f.istio, clock: clocktesting.NewFakeClock(now),
+		recorder: f.recorder, gardenerFailures: controllerutil.NewFailures(),
 	}
 	f.observed = Observed{Session: s, Credentials: credentials, CSR: csr, Now: now}
 	f.target = &target{kube: f.targetKube, server: "https://127.0.0.1:6443", ca: []byte("ca")}
@@ -174,7 +161,7 @@ func TestPerformClusterCertificate(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			withKey := credentials.NewSecret("clustergate-system", tt.session, map[string][]byte{credentials.KeyPrivateKey: key})
-			f := newPerformFixture(t, tt.session, withKey, nil, now, nil)
+			f := newPerformFixture(t, tt.session, withKey, now, nil)
 			if err := f.controller.perform(context.Background(), f.observed, f.target, Action{Type: CreateCSR}); err != nil {
 				t.Fatal(err)
 			}
@@ -191,13 +178,13 @@ func TestPerformClusterCertificate(t *testing.T) {
 	t.Run("a renewal's certificate replaces key and kubeconfig", func(t *testing.T) {
 		s := session(clusterTarget)
 		renewedUntil := created.Add(time.Hour)
-		issued := csr(t, key, issue(t, key, "clustergate:session:alice", []string{"viewer"}, renewedUntil), certificatesv1.CertificateApproved)
+		issued := csr(t, key, issue(t, key, "clustergate:session:alice", clusterGroups, renewedUntil), certificatesv1.CertificateApproved)
 		inUse, err := credentials.ClientKubeconfig("https://127.0.0.1:6443", []byte("ca"), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		renewing := credentials.NewSecret("clustergate-system", s, map[string][]byte{credentials.KeyKubeconfig: inUse, credentials.KeyPrivateKey: key})
-		f := newPerformFixture(t, s, renewing, nil, now, issued)
+		f := newPerformFixture(t, s, renewing, now, issued)
 		if err := f.controller.perform(context.Background(), f.observed, f.target, Action{Type: WriteCertificate}); err != nil {
 			t.Fatal(err)
 		}

@@ -77,9 +77,16 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 	if len(kubeconfig) == 0 {
 		kubeconfig = secret.Data["value"]
 	}
+	return newTarget(kubeconfig, "kubeconfig Secret "+ref)
+}
+
+// newTarget returns a client of the target of a kubeconfig, refusing one
+// that does not verify the target with TLS; what names the kubeconfig in
+// the problem.
+func newTarget(kubeconfig []byte, what string) (*target, *TargetProblem) {
 	server, ca, err := credentials.TargetCluster(kubeconfig)
 	if err != nil {
-		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetInsecure, Message: fmt.Sprintf("kubeconfig Secret %s: %v", ref, err)}
+		return nil, &TargetProblem{Reason: v1alpha1.SessionReasonTargetInsecure, Message: fmt.Sprintf("%s: %v", what, err)}
 	}
 	restConfig, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {

@@ -152,10 +152,18 @@ const (
 )
 
 // The access levels the server mints credentials for: Gardener's admin and
-// viewer kubeconfigs of a shoot, and the certificate's group on a cluster.
+// viewer groups on a shoot, and the certificate's group on a cluster.
 const (
 	AccessLevelAdmin  = "admin"
 	AccessLevelViewer = "viewer"
+)
+
+// The identity a session has on its target, as the target's audit log
+// shows it: a client certificate for user SessionUserPrefix+<owner>, in the
+// access level's group and in group SessionGroupPrefix+<namespace>/<name>.
+const (
+	SessionUserPrefix  = "clustergate:session:"
+	SessionGroupPrefix = "clustergate:session-name:"
 )
 
 // LabelClusterTarget is the label that, set to "true", marks a Secret in the

@@ -1,0 +1,94 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package session
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/gardener"
+)
+
+// countingGardener answers as told and counts the requests.
+type countingGardener struct {
+	kubeconfig gardener.Kubeconfig
+	err        error
+	requests   int
+	levels     []gardener.AccessLevel
+}
+
+func (g *countingGardener) RequestKubeconfig(_ context.Context, _ string, level gardener.AccessLevel, _ time.Duration) (gardener.Kubeconfig, error) {
+	g.requests++
+	g.levels = append(g.levels, level)
+	return g.kubeconfig, g.err
+}
+
+// TestShootAccess: an admin kubeconfig is asked for once and used again
+// while it stays valid for more than the margin; a failure is classified
+// and nothing is kept.
+func TestShootAccess(t *testing.T) {
+	now := created
+	key, err := credentials.NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Any certificate will do as the Shoot's CA: nothing is dialled.
+	kubeconfig, err := credentials.ClientKubeconfig("https://127.0.0.1:6443", issue(t, key, "ca", nil, now.Add(time.Hour)), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issued := gardener.Kubeconfig{Data: kubeconfig, ExpiresAt: now.Add(gardener.MinExpiration)}
+	for _, tt := range []struct {
+		name string
+		// kept is the admin kubeconfig asked for a moment ago, if any.
+		kept       *gardener.Kubeconfig
+		answer     gardener.Kubeconfig
+		err        error
+		at         time.Time
+		requests   int
+		wantReason string
+	}{
+		{name: "nothing kept: asked for", answer: issued, at: now, requests: 1},
+		{name: "kept and valid for long enough: used again", kept: &issued, answer: issued, at: now.Add(4 * time.Minute), requests: 1},
+		{name: "kept, within the margin of its expiry: asked for anew", kept: &issued, answer: issued, at: now.Add(5 * time.Minute), requests: 2},
+		{name: "no such Shoot", err: &gardener.Error{Reason: gardener.ShootNotFound, Err: errors.New(`shoot "local" not found`)}, at: now, requests: 1,
+			wantReason: v1alpha1.SessionReasonTargetNotFound},
+		{name: "Gardener refuses the server", err: &gardener.Error{Reason: gardener.Forbidden, Err: errors.New("403")}, at: now, requests: 1,
+			wantReason: v1alpha1.SessionReasonTargetForbidden},
+		{name: "Gardener down", err: &gardener.Error{Reason: gardener.GardenerUnavailable, Err: errors.New("connection refused")}, at: now, requests: 1,
+			wantReason: v1alpha1.SessionReasonTargetUnreachable},
+		{name: "a kubeconfig that does not verify the Shoot", answer: gardener.Kubeconfig{Data: []byte("apiVersion: v1\nkind: Config\n"), ExpiresAt: issued.ExpiresAt},
+			at: now, requests: 1, wantReason: v1alpha1.SessionReasonTargetInsecure},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &countingGardener{kubeconfig: issued}
+			a := newShootAccess(g)
+			if tt.kept != nil {
+				if _, problem := a.target(context.Background(), "local", now); problem != nil {
+					t.Fatal(problem.Message)
+				}
+			}
+			g.kubeconfig, g.err = tt.answer, tt.err
+			got, problem := a.target(context.Background(), "local", tt.at)
+			switch {
+			case tt.wantReason == "" && (problem != nil || got == nil || got.server != "https://127.0.0.1:6443"):
+				t.Errorf("target = %+v, %+v; want the Shoot", got, problem)
+			case tt.wantReason != "" && (problem == nil || problem.Reason != tt.wantReason):
+				t.Errorf("problem = %+v, want reason %s", problem, tt.wantReason)
+			}
+			if g.requests != tt.requests {
+				t.Errorf("%d requests to Gardener, want %d", g.requests, tt.requests)
+			}
+			for _, l := range g.levels {
+				if l != gardener.Admin {
+					t.Errorf("asked Gardener for a %s kubeconfig: the Shoot's CSR API needs admin", l)
+				}
+			}
+		})
+	}
+}
