@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -79,8 +78,8 @@ func TestProxy(t *testing.T) {
 			t.Errorf("namespaces through the session: %s", out)
 		}
 		who := kubectlAs(t, session, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}")
-		if !strings.HasPrefix(who, "gardener.cloud:viewer:") {
-			t.Errorf("the target sees %q, want the session's Gardener viewer identity", who)
+		if who != "clustergate:session:alice" {
+			t.Errorf("the target sees %q, want the owner's session identity", who)
 		}
 	})
 
@@ -140,7 +139,7 @@ func TestProxy(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusCreated || !strings.Contains(string(out), "gardener.cloud:viewer:") || strings.Contains(string(out), "system:admin") {
+		if resp.StatusCode != http.StatusCreated || !strings.Contains(string(out), `"clustergate:session:alice"`) || strings.Contains(string(out), "system:admin") {
 			t.Errorf("%s %s", resp.Status, out)
 		}
 	})
@@ -258,26 +257,8 @@ func TestProxyCallerAddressesDoNotReachTheTarget(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("got %s, want the target's 404", resp.Status)
 	}
-	var event struct {
-		RequestURI string   `json:"requestURI"`
-		SourceIPs  []string `json:"sourceIPs"`
-		User       struct {
-			Username string `json:"username"`
-		} `json:"user"`
-	}
-	eventually(t, 10*time.Second, "the probe in the shoot's audit log", func() error {
-		log, err := os.ReadFile(cp.ShootAuditLog)
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(log), "\n") {
-			if strings.Contains(line, probe) {
-				return json.Unmarshal([]byte(line), &event)
-			}
-		}
-		return fmt.Errorf("not there")
-	})
-	if !strings.HasPrefix(event.User.Username, "gardener.cloud:viewer:") {
+	event := shootAuditEvent(t, probe)
+	if event.User.Username != "clustergate:session:alice" {
 		t.Errorf("the target saw %q, want the session's identity", event.User.Username)
 	}
 	t.Logf("the target's audit: user %s, source addresses %v", event.User.Username, event.SourceIPs)

@@ -141,11 +141,11 @@ func TestClusterSession(t *testing.T) {
 		t.Errorf("CSR on the shoot: %s", issued)
 	}
 	creds := credentialsKubeconfig(t, s)
-	if cert := clientCertificate(t, s); cert.Subject.CommonName != "clustergate:session:admin" || strings.Join(cert.Subject.Organization, ",") != "viewer" {
+	if cert := clientCertificate(t, s); cert.Subject.CommonName != "clustergate:session:admin" || strings.Join(cert.Subject.Organization, ",") != "viewer,clustergate:session-name:cluster-sessions/csr" {
 		t.Errorf("certificate subject = %s", cert.Subject)
 	}
 	who := kubectlAs(t, creds, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.groups}")
-	if !strings.HasPrefix(who, `clustergate:session:admin ["viewer"`) {
+	if !strings.HasPrefix(who, `clustergate:session:admin ["viewer","clustergate:session-name:cluster-sessions/csr"`) {
 		t.Errorf("identity on the shoot: %s", who)
 	}
 	for _, tt := range []struct {
