@@ -66,6 +66,13 @@ func (a *shootAccess) target(ctx context.Context, shoot string, now time.Time) (
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Expired ones go, so the map holds only Shoots in use. (client-go's
+	// transport cache lets go of the transports of clients no one holds.)
+	for name, kept := range a.shoots {
+		if !now.Before(kept.expiresAt) {
+			delete(a.shoots, name)
+		}
+	}
 	a.shoots[shoot] = shootTarget{target: t, expiresAt: kc.ExpiresAt}
 	return t, nil
 }

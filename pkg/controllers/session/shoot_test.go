@@ -91,4 +91,19 @@ func TestShootAccess(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("an expired kubeconfig is let go when another is kept", func(t *testing.T) {
+		a := newShootAccess(&countingGardener{kubeconfig: issued})
+		for _, at := range []struct {
+			shoot string
+			at    time.Time
+		}{{"local", now}, {"other", issued.ExpiresAt}} {
+			if _, problem := a.target(context.Background(), at.shoot, at.at); problem != nil {
+				t.Fatal(problem.Message)
+			}
+		}
+		if _, kept := a.shoots["local"]; kept || len(a.shoots) != 1 {
+			t.Errorf("kept %d kubeconfigs, the expired one of local among them: %v", len(a.shoots), kept)
+		}
+	})
 }
