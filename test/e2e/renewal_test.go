@@ -112,7 +112,7 @@ func TestClusterCertificateRenewal(t *testing.T) {
 		}
 		return nil
 	})
-	if renewed.Subject.CommonName != first.Subject.CommonName || strings.Join(renewed.Subject.Organization, ",") != "viewer" {
+	if renewed.Subject.CommonName != first.Subject.CommonName || strings.Join(renewed.Subject.Organization, ",") != "viewer,"+v1alpha1.SessionGroupPrefix+ns+"/renew" {
 		t.Errorf("renewed for %s, want the session's identity %s", renewed.Subject, first.Subject)
 	}
 	if pub, ok := renewed.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || pub.Equal(first.PublicKey) {
