@@ -236,8 +236,9 @@ func targetWait(o Observed, cfg Config) (Action, metav1.Condition) {
 }
 
 // certificateStep is the next step towards the session's client
-// certificate on its target, one per pass: a key, a CSR for it, its approval, the issued
-// certificate; or a wait, with the condition that says what holds it up.
+// certificate on its target, one per pass: a key, a CSR for it, its
+// approval, the issued certificate; or a wait, with the condition that says
+// what holds it up.
 // The first certificate and every renewal take the same steps: a renewal's
 // new key sits next to the kubeconfig in use until its certificate
 // replaces both, and a CSR made for another key is deleted first.
@@ -287,8 +288,9 @@ func certificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
 	return step(WriteCertificate)
 }
 
-// renewingCondition is CredentialsReady while a session's certificate is due for renewal and the renewal waits: the credentials in
-// use stay Ready until they expire, saying what holds the renewal up unless
+// renewingCondition is CredentialsReady while a session's certificate is
+// due for renewal and the renewal waits: the credentials in use stay Ready
+// until they expire, saying what holds the renewal up unless
 // it is only the signer's usual delay; once expired, CertificateInvalid
 // with the problem in the message. Its own reason, not the problem's: a
 // target problem's condition is carried over to the next pass as it
