@@ -9,7 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/gardener"
 )
@@ -106,4 +110,51 @@ func TestShootAccess(t *testing.T) {
 			t.Errorf("kept %d kubeconfigs, the expired one of local among them: %v", len(a.shoots), kept)
 		}
 	})
+}
+
+// TestReachShootBacksOff: after Gardener failed for a session, it is not
+// asked again for it before the failure's backoff ends; each failure is an
+// event, and a success forgets the failures.
+func TestReachShootBacksOff(t *testing.T) {
+	clock := clocktesting.NewFakeClock(created)
+	g := &countingGardener{err: &gardener.Error{Reason: gardener.GardenerUnavailable, Err: errors.New("connection refused")}}
+	recorder := events.NewFakeRecorder(10)
+	c := &Controller{opts: Options{Config: Config{RetryAfter: 30 * time.Second}}, clock: clock, recorder: recorder,
+		shoots: newShootAccess(g), gardenerFailures: controllerutil.NewFailures()}
+	s := session()
+	for _, step := range []struct {
+		name     string
+		after    time.Duration
+		succeed  bool
+		requests int
+		problem  bool
+	}{
+		{name: "first failure", requests: 1, problem: true},
+		{name: "within the second of backoff: Gardener not asked", after: 500 * time.Millisecond, requests: 1, problem: true},
+		{name: "backoff over: asked, fails again", after: 500 * time.Millisecond, requests: 2, problem: true},
+		{name: "now two seconds of backoff", after: 1500 * time.Millisecond, requests: 2, problem: true},
+		{name: "Gardener back", after: 500 * time.Millisecond, succeed: true, requests: 3},
+	} {
+		clock.Step(step.after)
+		if step.succeed {
+			key, err := credentials.NewPrivateKey()
+			if err != nil {
+				t.Fatal(err)
+			}
+			kubeconfig, err := credentials.ClientKubeconfig("https://127.0.0.1:6443", issue(t, key, "ca", nil, created.Add(time.Hour)), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.kubeconfig, g.err = gardener.Kubeconfig{Data: kubeconfig, ExpiresAt: created.Add(time.Hour)}, nil
+		}
+		_, problem := c.reachShoot(context.Background(), s)
+		_, remembered := c.gardenerFailures.Get(s.UID)
+		if g.requests != step.requests || (problem != nil) != step.problem || remembered != step.problem {
+			t.Errorf("%s: %d requests, problem %+v, failure remembered %v; want %d requests, a problem and a failure %v",
+				step.name, g.requests, problem, remembered, step.requests, step.problem)
+		}
+	}
+	if n := len(recorder.Events); n != 2 {
+		t.Errorf("%d events, want one a failed request", n)
+	}
 }
