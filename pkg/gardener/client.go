@@ -2,9 +2,9 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package gardener is a thin client for one Gardener project: it asks
-// Gardener for short-lived admin or viewer kubeconfigs of the project's
-// Shoots through the shoots/adminkubeconfig and shoots/viewerkubeconfig
-// subresources.
+// Gardener for short-lived admin kubeconfigs of the project's Shoots through
+// the shoots/adminkubeconfig subresource, and names the groups Gardener
+// binds on every Shoot.
 package gardener
 
 import (
@@ -45,13 +45,13 @@ type Config struct {
 	ProbeInterval time.Duration
 }
 
-// AccessLevel selects the subresource a kubeconfig is requested from.
+// AccessLevel is a level of access Gardener grants on a Shoot.
 type AccessLevel string
 
 const (
-	// Admin kubeconfigs come from shoots/adminkubeconfig.
+	// Admin is the level of shoots/adminkubeconfig.
 	Admin AccessLevel = "admin"
-	// Viewer kubeconfigs come from shoots/viewerkubeconfig.
+	// Viewer is the level of shoots/viewerkubeconfig.
 	Viewer AccessLevel = "viewer"
 )
 
@@ -111,7 +111,7 @@ func ReasonOf(err error) Reason {
 // Requester asks Gardener for kubeconfigs: what the controllers need of
 // Gardener. *Client is the real one.
 type Requester interface {
-	RequestKubeconfig(ctx context.Context, shoot string, level AccessLevel, expiration time.Duration) (Kubeconfig, error)
+	RequestKubeconfig(ctx context.Context, shoot string, expiration time.Duration) (Kubeconfig, error)
 }
 
 var _ Requester = &Client{}
@@ -153,25 +153,20 @@ func NewClientForConfig(restConfig *rest.Config, project string) (*Client, error
 // Namespace is the project's namespace in the garden.
 func (c *Client) Namespace() string { return c.namespace }
 
-// RequestKubeconfig asks Gardener for a kubeconfig of shoot at the given
-// access level, valid for expiration (at least MinExpiration). The expiry
-// is read from Gardener's answer, which may cap the validity.
-func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, level AccessLevel, expiration time.Duration) (_ Kubeconfig, err error) {
+// RequestKubeconfig asks Gardener for an admin kubeconfig of shoot, valid
+// for expiration (at least MinExpiration). The expiry is read from
+// Gardener's answer, which may cap the validity.
+func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, expiration time.Duration) (_ Kubeconfig, err error) {
 	seconds := int64(max(expiration, MinExpiration) / time.Second)
-	kind, subresource := "AdminKubeconfigRequest", operationAdmin
-	if level == Viewer {
-		kind, subresource = "ViewerKubeconfigRequest", operationViewer
-	}
-	defer func(start time.Time) { observe(subresource, start, err) }(time.Now())
-	// Admin and viewer requests have the same shape.
+	defer func(start time.Time) { observe(operationAdmin, start, err) }(time.Now())
 	body, err := json.Marshal(authenticationv1alpha1.AdminKubeconfigRequest{
-		TypeMeta: metav1.TypeMeta{APIVersion: authenticationv1alpha1.SchemeGroupVersion.String(), Kind: kind},
+		TypeMeta: metav1.TypeMeta{APIVersion: authenticationv1alpha1.SchemeGroupVersion.String(), Kind: "AdminKubeconfigRequest"},
 		Spec:     authenticationv1alpha1.AdminKubeconfigRequestSpec{ExpirationSeconds: &seconds},
 	})
 	if err != nil {
 		return Kubeconfig{}, err
 	}
-	raw, err := c.rest.Post().Namespace(c.namespace).Resource("shoots").Name(shoot).SubResource(subresource).
+	raw, err := c.rest.Post().Namespace(c.namespace).Resource("shoots").Name(shoot).SubResource(operationAdmin).
 		Body(body).Do(ctx).Raw()
 	if err != nil {
 		return Kubeconfig{}, classify(shoot, err)

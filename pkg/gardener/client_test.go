@@ -64,24 +64,23 @@ func TestRequestKubeconfig(t *testing.T) {
 	}
 	tests := []struct {
 		shoot      string
-		level      AccessLevel
 		expiration time.Duration
 		wantPath   string
 		wantSecs   int64
 		wantReason Reason
 	}{
-		{shoot: "c-1", level: Admin, expiration: 24 * time.Hour, wantSecs: 86400,
+		{shoot: "c-1", expiration: 24 * time.Hour, wantSecs: 86400,
 			wantPath: "/apis/core.gardener.cloud/v1beta1/namespaces/garden-p/shoots/c-1/adminkubeconfig"},
-		{shoot: "c-1", level: Viewer, expiration: time.Minute, wantSecs: 600,
-			wantPath: "/apis/core.gardener.cloud/v1beta1/namespaces/garden-p/shoots/c-1/viewerkubeconfig"},
-		{shoot: "missing", level: Admin, expiration: time.Hour, wantSecs: 3600, wantReason: ShootNotFound},
-		{shoot: "secret", level: Admin, expiration: time.Hour, wantSecs: 3600, wantReason: Forbidden},
-		{shoot: "new", level: Admin, expiration: time.Hour, wantSecs: 3600, wantReason: ShootNotReady},
-		{shoot: "broken", level: Admin, expiration: time.Hour, wantSecs: 3600, wantReason: GardenerUnavailable},
+		{shoot: "c-2", expiration: time.Minute, wantSecs: 600,
+			wantPath: "/apis/core.gardener.cloud/v1beta1/namespaces/garden-p/shoots/c-2/adminkubeconfig"},
+		{shoot: "missing", expiration: time.Hour, wantSecs: 3600, wantReason: ShootNotFound},
+		{shoot: "secret", expiration: time.Hour, wantSecs: 3600, wantReason: Forbidden},
+		{shoot: "new", expiration: time.Hour, wantSecs: 3600, wantReason: ShootNotReady},
+		{shoot: "broken", expiration: time.Hour, wantSecs: 3600, wantReason: GardenerUnavailable},
 	}
 	for _, tt := range tests {
-		t.Run(tt.shoot+"/"+string(tt.level), func(t *testing.T) {
-			kc, err := client.RequestKubeconfig(context.Background(), tt.shoot, tt.level, tt.expiration)
+		t.Run(tt.shoot, func(t *testing.T) {
+			kc, err := client.RequestKubeconfig(context.Background(), tt.shoot, tt.expiration)
 			if gotSeconds != tt.wantSecs {
 				t.Errorf("expirationSeconds = %d, want %d", gotSeconds, tt.wantSecs)
 			}
@@ -109,7 +108,7 @@ func TestUnreachableGardener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = client.RequestKubeconfig(context.Background(), "c", Admin, time.Hour)
+	_, err = client.RequestKubeconfig(context.Background(), "c", time.Hour)
 	if ReasonOf(err) != GardenerUnavailable {
 		t.Errorf("got %v, want GardenerUnavailable", err)
 	}

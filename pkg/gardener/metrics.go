@@ -14,12 +14,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Values of the operation label: the two subresources a kubeconfig comes
-// from, and the probe.
+// Values of the operation label: the subresource a kubeconfig comes from,
+// and the probe.
 const (
-	operationAdmin  = "adminkubeconfig"
-	operationViewer = "viewerkubeconfig"
-	operationProbe  = "probe"
+	operationAdmin = "adminkubeconfig"
+	operationProbe = "probe"
 )
 
 // resultSuccess is the result label of a request that succeeded; a failed
@@ -29,7 +28,7 @@ const resultSuccess = "Success"
 var (
 	requests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "gardener", Name: "requests_total",
-		Help: "Requests to Gardener, by operation (adminkubeconfig, viewerkubeconfig, probe) and result " +
+		Help: "Requests to Gardener, by operation (adminkubeconfig, probe) and result " +
 			"(Success, or why it failed: ShootNotFound, Forbidden, ShootNotReady, GardenerUnavailable).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"operation", "result"})
@@ -45,7 +44,7 @@ func init() {
 	legacyregistry.MustRegister(requests, requestDuration)
 	// Every series exists from the start at zero, so that rate() and
 	// increase() count the first request of each kind too.
-	for _, op := range []string{operationAdmin, operationViewer, operationProbe} {
+	for _, op := range []string{operationAdmin, operationProbe} {
 		for _, result := range []Reason{resultSuccess, ShootNotFound, Forbidden, ShootNotReady, GardenerUnavailable} {
 			requests.WithLabelValues(op, string(result))
 		}

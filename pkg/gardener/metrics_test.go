@@ -53,12 +53,12 @@ func TestRequestMetrics(t *testing.T) {
 	}{
 		{name: "admin kubeconfig", code: http.StatusOK, operation: operationAdmin, result: "Success", wantSucceeded: true,
 			call: func(ctx context.Context) error {
-				_, err := client.RequestKubeconfig(ctx, "c", Admin, time.Hour)
+				_, err := client.RequestKubeconfig(ctx, "c", time.Hour)
 				return err
 			}},
-		{name: "viewer kubeconfig refused", code: http.StatusForbidden, operation: operationViewer, result: "Forbidden",
+		{name: "admin kubeconfig refused", code: http.StatusForbidden, operation: operationAdmin, result: "Forbidden",
 			call: func(ctx context.Context) error {
-				_, err := client.RequestKubeconfig(ctx, "c", Viewer, time.Hour)
+				_, err := client.RequestKubeconfig(ctx, "c", time.Hour)
 				return err
 			}},
 		{name: "probe answered", code: http.StatusOK, operation: operationProbe, result: "Success", wantSucceeded: true, call: client.probe},

@@ -77,7 +77,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
 	obj := o.Object
 	start := c.clock.Now()
-	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, gardener.Admin, c.opts.Expiration)
+	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, c.opts.Expiration)
 	if err != nil {
 		reason := gardener.ReasonOf(err)
 		writeFailures.WithLabelValues(string(reason)).Inc()

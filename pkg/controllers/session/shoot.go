@@ -56,7 +56,7 @@ func (a *shootAccess) target(ctx context.Context, shoot string, now time.Time) (
 	if ok && now.Add(shootAccessMargin).Before(kept.expiresAt) {
 		return kept.target, nil
 	}
-	kc, err := a.gardener.RequestKubeconfig(ctx, shoot, gardener.Admin, gardener.MinExpiration)
+	kc, err := a.gardener.RequestKubeconfig(ctx, shoot, gardener.MinExpiration)
 	if err != nil {
 		return nil, gardenerProblem(err)
 	}
