@@ -1,0 +1,96 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/registry/status"
+	"github.com/clustergate/clustergate/pkg/sessionlock"
+)
+
+// Locks finds the SessionLock that holds a session; the SessionLock
+// storage is the real one.
+type Locks interface {
+	Holding(ctx context.Context, subject sessionlock.Subject, now time.Time) (*clustergate.SessionLock, error)
+}
+
+// lockGuard refuses to create or extend a session a SessionLock holds.
+type lockGuard struct {
+	locks Locks
+	clock clock.PassiveClock
+}
+
+// check returns a Forbidden error naming the lock and its reason when one
+// holds s, to do what.
+func (g lockGuard) check(ctx context.Context, s *clustergate.Session, what string) error {
+	if g.locks == nil {
+		return nil
+	}
+	l, err := g.locks.Holding(ctx, sessionlock.InternalSubjectOf(s), g.clock.Now())
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("reading the session locks: %w", err))
+	}
+	if l == nil {
+		return nil
+	}
+	return Locked(s.Name, what, l.Name, l.Spec.Reason)
+}
+
+// Locked is the Forbidden error of a session the lock name holds: kubectl
+// prints `sessions.clustergate.dev "NAME" is forbidden: cannot WHAT: locked
+// by SessionLock LOCK: REASON`.
+func Locked(session, what, lock, reason string) *apierrors.StatusError {
+	return apierrors.NewForbidden(clustergate.Resource("sessions"), session,
+		errors.New("cannot "+what+": "+sessionlock.Message(lock, reason)))
+}
+
+// create wraps a create validation: the lock is checked on the session as
+// it will be stored, with its owner stamped and its namespace set.
+func (g lockGuard) create(next rest.ValidateObjectFunc) rest.ValidateObjectFunc {
+	return func(ctx context.Context, obj runtime.Object) error {
+		if s, ok := obj.(*clustergate.Session); ok {
+			if err := g.check(ctx, s, "open a session"); err != nil {
+				return err
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		return next(ctx, obj)
+	}
+}
+
+// ExtensionREST serves sessions/extension, refusing sessions a lock holds.
+type ExtensionREST struct {
+	*status.StatusREST
+	guard lockGuard
+}
+
+// Update moves a session's expiry later, unless a lock holds it.
+func (r *ExtensionREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
+	validate := func(ctx context.Context, obj, old runtime.Object) error {
+		if s, ok := obj.(*clustergate.Session); ok {
+			if err := r.guard.check(ctx, s, "extend the session"); err != nil {
+				return err
+			}
+		}
+		if updateValidation == nil {
+			return nil
+		}
+		return updateValidation(ctx, obj, old)
+	}
+	return r.StatusREST.Update(ctx, name, objInfo, createValidation, validate, forceAllowCreate, options)
+}
