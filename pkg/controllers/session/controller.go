@@ -79,10 +79,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 	sessions informers.SessionInformer, locks informers.SessionLockInformer, secrets, targets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
-		sessions:     sessions.Lister(),
-		locks:        locks.Lister(),
-		secrets:      secrets.Lister(),
-		targets:      targets.Lister(),
+		sessions: sessions.Lister(),
+		locks:    locks.Lister(),
+		secrets:  secrets.Lister(),
+		targets:  targets.Lister(),
 		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, locks.Informer().HasSynced,
 			secrets.Informer().HasSynced, targets.Informer().HasSynced},
 		mintFailures: controllerutil.NewFailures(),

@@ -79,4 +79,3 @@ func (r *REST) Holding(ctx context.Context, subject lockrule.Subject, now time.T
 	}
 	return found, nil
 }
-
