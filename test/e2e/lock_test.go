@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -66,6 +67,9 @@ func TestSessionLock(t *testing.T) {
 	proxied := func(url string) kubernetes.Interface {
 		cfg := cp.FrontProxyConfig(url, "alice", "sre")
 		cfg.Host += v1alpha1.ProxyEndpoint(ns, "frozen")
+		// JSON, so that a watch the lock cuts ends with an ERROR event
+		// saying why.
+		cfg.ContentType, cfg.AcceptContentTypes = runtime.ContentTypeJSON, runtime.ContentTypeJSON
 		k, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -125,19 +129,32 @@ func TestSessionLock(t *testing.T) {
 	})
 
 	// lena locks alice in this namespace only: other tests' sessions and
-	// namespaces stay untouched.
-	locked := time.Now()
-	lockName := strings.TrimSpace(mustSession(t, lena, ns, "lock-", "lock", "--user", "alice", "-n", ns, "--reason", lockReason))
+	// namespaces stay untouched. The lock is created with the clientset,
+	// not the plugin, so that the cut is timed from the request: from its
+	// start, an upper bound (a replica may cut before the answer comes).
+	lenaClient, err := versioned.NewForConfig(cp.FrontProxyConfig(cp.ClustergateURL, "lena"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	locking := time.Now()
+	lock, err := lenaClient.ClustergateV1alpha1().SessionLocks().Create(ctx, &v1alpha1.SessionLock{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "lock-"},
+		Spec:       v1alpha1.SessionLockSpec{User: "alice", Namespace: ns, Reason: lockReason},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	created := time.Now()
+	lockName := lock.Name
 	t.Cleanup(func() { _ = admin.ClustergateV1alpha1().SessionLocks().Delete(ctx, lockName, metav1.DeleteOptions{}) })
-	t.Logf("kubectl session lock took %s (process start included)", created.Sub(locked).Round(time.Millisecond))
+	t.Logf("creating lock %s took %s", lockName, created.Sub(locking).Round(time.Millisecond))
 	want := "locked by SessionLock " + lockName + ": " + lockReason
 	for i, e := range ends {
 		select {
 		case got := <-e:
-			delay := got.at.Sub(created)
-			t.Logf("replica %d: watch ended %s after kubectl session lock returned (%s after it started); last event %s", i+1,
-				delay.Round(time.Millisecond), got.at.Sub(locked).Round(time.Millisecond), describeEvent(got.last))
+			delay := got.at.Sub(locking)
+			t.Logf("replica %d: watch ended %s after the lock's create was sent (%s after it was answered); last event %s", i+1,
+				delay.Round(time.Millisecond), got.at.Sub(created).Round(time.Millisecond), describeEvent(got.last))
 			if delay > time.Second {
 				t.Errorf("replica %d: watch ended %s after the lock, want within 1s", i+1, delay)
 			}
@@ -196,13 +213,19 @@ func TestSessionLock(t *testing.T) {
 		})
 		aliceKubeconfig := userKubeconfig(t, "alice", "sre")
 		out := mustSession(t, aliceKubeconfig, ns, "Locked", "list")
-		if !containsLine(out, []string{"frozen", "alice", "shoot/local", "viewer"}) {
-			t.Errorf("kubectl session list:\n%s", out)
+		if fields := strings.Fields(strings.Split(out, "\n")[1]); len(fields) < 6 || fields[0] != "frozen" || fields[5] != "Locked" {
+			t.Errorf("kubectl session list shows no READY Locked for frozen:\n%s", out)
 		}
 		mustSession(t, lena, ns, lockReason, "locks")
 	})
 
-	mustSession(t, lena, ns, "sessionlock "+lockName+" removed", "unlock", lockName)
+	// The plugin as lena: a second lock it prints the name of, then
+	// unlock removes both.
+	second := strings.TrimSpace(mustSession(t, lena, ns, "lock-", "lock", "--user", "alice", "-n", ns, "--reason", lockReason, "--ttl", "1h"))
+	if _, err := admin.ClustergateV1alpha1().SessionLocks().Get(ctx, second, metav1.GetOptions{}); err != nil {
+		t.Fatalf("kubectl session lock printed %q: %v", second, err)
+	}
+	mustSession(t, lena, ns, "sessionlock "+second+" removed", "unlock", lockName, second)
 	unlocked := time.Now()
 	t.Run("after unlock the same session works again", func(t *testing.T) {
 		eventually(t, 10*time.Second, "Ready again", func() error {
