@@ -72,18 +72,25 @@ func (g lockGuard) create(next rest.ValidateObjectFunc) rest.ValidateObjectFunc 
 	}
 }
 
-// ExtensionREST serves sessions/extension, refusing sessions a lock holds.
-type ExtensionREST struct {
+// LockedREST serves a subresource of sessions that a lock refuses: the
+// extension, and the approval when it approves.
+type LockedREST struct {
 	*status.StatusREST
 	guard lockGuard
+	// what is what the refusal says cannot be done.
+	what string
+	// refuses says whether an update of old to obj is one a lock refuses.
+	refuses func(obj, old *clustergate.Session) bool
 }
 
-// Update moves a session's expiry later, unless a lock holds it.
-func (r *ExtensionREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+// Update changes the session unless a lock holds it and refuses the change.
+func (r *LockedREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	validate := func(ctx context.Context, obj, old runtime.Object) error {
-		if s, ok := obj.(*clustergate.Session); ok {
-			if err := r.guard.check(ctx, s, "extend the session"); err != nil {
+		s, ok := obj.(*clustergate.Session)
+		o, okOld := old.(*clustergate.Session)
+		if ok && okOld && r.refuses(s, o) {
+			if err := r.guard.check(ctx, s, r.what); err != nil {
 				return err
 			}
 		}
@@ -93,4 +100,16 @@ func (r *ExtensionREST) Update(ctx context.Context, name string, objInfo rest.Up
 		return updateValidation(ctx, obj, old)
 	}
 	return r.StatusREST.Update(ctx, name, objInfo, createValidation, validate, forceAllowCreate, options)
+}
+
+// extends is true: every update through sessions/extension asks for more
+// time, directly or through an approver.
+func extends(_, _ *clustergate.Session) bool { return true }
+
+// approves says whether an update through sessions/approval approves the
+// pending request; a denial is never refused.
+func approves(obj, old *clustergate.Session) bool {
+	pending := old.Status.PendingApproval()
+	n := len(obj.Status.Approvals)
+	return pending != nil && n == len(old.Status.Approvals) && obj.Status.Approvals[n-1].Decision == clustergate.ApprovalApproved
 }

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -22,19 +23,22 @@ import (
 	lockstorage "github.com/clustergate/clustergate/pkg/registry/sessionlock/storage"
 )
 
-// TestLockRefusesCreateAndExtension stores a lock on alice's sessions to
-// the shoot prod: her session there cannot be created, her session
-// elsewhere can but cannot be extended once a second lock holds it, and
-// every refusal is a 403 naming the lock and its reason.
-func TestLockRefusesCreateAndExtension(t *testing.T) {
+// TestLockRefusesCreateExtensionAndApproval stores a lock on alice's
+// sessions to the shoot prod: her session there cannot be created, her
+// session elsewhere can but cannot be extended once a second lock holds it,
+// a waiting session a lock holds cannot be approved (but denied), and every
+// refusal is a 403 naming the lock and its reason.
+func TestLockRefusesCreateExtensionAndApproval(t *testing.T) {
 	scheme := registrytest.Scheme()
 	locks, err := lockstorage.NewREST(scheme, registrytest.NewRESTOptions(t, scheme, "sessionlocks"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(locks.Destroy)
+	policy := validation.DefaultSessionPolicy()
+	policy.ApprovalGroups = sets.New("admin")
 	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
-		Policy: validation.DefaultSessionPolicy(), Locks: locks,
+		Policy: policy, Locks: locks,
 		Proxy: ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})},
 	})
 	if err != nil {
@@ -68,4 +72,22 @@ func TestLockRefusesCreateAndExtension(t *testing.T) {
 	local.Status.ExpiresAt = &metav1.Time{Time: local.CreationTimestamp.Add(2 * time.Hour)}
 	_, err = update(genericapirequest.WithUser(registrytest.Context(ns), &user.DefaultInfo{Name: "alice"}), s.Extension, local)
 	refused("extension", err, "alice", "INC-2")
+
+	// carol's admin session waits for approval when a lock comes: bob may
+	// deny it, not approve it.
+	waiting := newSession("waiting", "carol", "local", nil)
+	waiting.Spec.AccessLevel.Group = "admin"
+	waiting = create(t, s, waiting)
+	lock("carol", clustergate.SessionLockSpec{User: "carol", Reason: "INC-3"})
+	bob := genericapirequest.WithUser(registrytest.Context(ns), &user.DefaultInfo{Name: "bob"})
+	decide := func(d clustergate.ApprovalDecision) error {
+		obj := waiting.DeepCopy()
+		obj.Status.Approvals[0].Decision = d
+		_, err := update(bob, s.Approval, obj)
+		return err
+	}
+	refused("approval", decide(clustergate.ApprovalApproved), "carol", "INC-3")
+	if err := decide(clustergate.ApprovalDenied); err != nil {
+		t.Errorf("denial while locked: %v", err)
+	}
 }

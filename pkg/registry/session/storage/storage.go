@@ -29,9 +29,9 @@ type SessionStorage struct {
 	// Status serves sessions/status.
 	Status *status.StatusREST
 	// Approval serves sessions/approval: approvers decide there.
-	Approval *status.StatusREST
+	Approval *LockedREST
 	// Extension serves sessions/extension: expiries move later there.
-	Extension *ExtensionREST
+	Extension *LockedREST
 	// Proxy serves sessions/proxy.
 	Proxy *ProxyREST
 	// Kubeconfig serves sessions/kubeconfig.
@@ -88,10 +88,12 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 	guard := lockGuard{locks: cfg.Locks, clock: clock.RealClock{}}
 	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, locks: map[string]*ownerLock{}}
 	return SessionStorage{
-		Session:    &REST{Store: store, limit: limit, guard: guard},
-		Status:     status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
-		Approval:   status.NewStatusREST(store, session.NewApprovalStrategy(strategy)),
-		Extension:  &ExtensionREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard},
+		Session: &REST{Store: store, limit: limit, guard: guard},
+		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
+		Approval: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
+			what: "approve the session's request", refuses: approves},
+		Extension: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
+			what: "extend the session", refuses: extends},
 		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, registry: cfg.Proxy.Registry, clock: clock.RealClock{}},
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
 	}, nil
