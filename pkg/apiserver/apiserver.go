@@ -25,6 +25,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/proxy"
 	gckstorage "github.com/clustergate/clustergate/pkg/registry/gardenerclusterkubeconfig/storage"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
+	sessionlockstorage "github.com/clustergate/clustergate/pkg/registry/sessionlock/storage"
 	"github.com/clustergate/clustergate/pkg/registry/target"
 )
 
@@ -145,11 +146,16 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	optsGetter := c.GenericConfig.RESTOptionsGetter
+	locks, err := sessionlockstorage.NewREST(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
 	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, sessionstorage.Config{
 		Policy: c.ExtraConfig.SessionPolicy, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.Kubeconfig),
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
 		Finalize: !c.ExtraConfig.Standalone,
+		Locks:    locks,
 	})
 	if err != nil {
 		return nil, err
@@ -169,6 +175,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"sessions/kubeconfig":               sessions.Kubeconfig,
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
+		"sessionlocks":                      locks,
 		// Authorization only: who may reach which target.
 		v1alpha1.ResourceShoots:   target.NewREST("shoot", "Shoot"),
 		v1alpha1.ResourceClusters: target.NewREST("cluster", "Cluster"),

@@ -89,6 +89,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		clustergateinformers.WithTransform(controllerutil.SlimForCache))
 	sessions := factory.Clustergate().V1alpha1().Sessions()
 	kubeconfigs := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
+	locks := factory.Clustergate().V1alpha1().SessionLocks()
 	registerObjectMetrics(
 		session.NewCollector(sessions.Lister(), sessions.Informer().HasSynced, clock.RealClock{}),
 		kubeconfig.NewCollector(kubeconfigs.Lister(), kubeconfigs.Informer().HasSynced, extra.Controllers.Kubeconfig.Config, clock.RealClock{}))
@@ -100,6 +101,11 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			p.credentialInformers.Start(hookCtx.Done())
 		}
 		if err := p.registry.EndWithSessions(sessions.Informer(), forget); err != nil {
+			return err
+		}
+		// Every replica cuts the sessions a SessionLock holds itself, from
+		// its own informer, without waiting for the leader.
+		if err := p.registry.EndWithLocks(locks.Informer(), sessions.Informer().GetStore()); err != nil {
 			return err
 		}
 		factory.Start(hookCtx.Done())
@@ -143,6 +149,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 				Core:        extra.withClientLimits(core),
 				Sessions:    sessions,
 				Kubeconfigs: kubeconfigs,
+				Locks:       locks,
 				Credentials: credentialSecrets,
 			})
 			if err != nil {

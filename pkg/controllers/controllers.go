@@ -69,6 +69,8 @@ type Config struct {
 	Sessions    clustergatev1alpha1informers.SessionInformer
 	Kubeconfigs clustergatev1alpha1informers.GardenerClusterKubeconfigInformer
 	Credentials coreinformers.SecretInformer
+	// Locks is the cache of SessionLocks, which the proxy keeps too.
+	Locks clustergatev1alpha1informers.SessionLockInformer
 }
 
 // Run runs the controllers until ctx ends.
@@ -115,7 +117,7 @@ func Run(ctx context.Context, cfg Config) error {
 			informers.WithTransform(controllerutil.SlimForCache),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.TargetSelector().String() }))
 		sessions, err := session.New(cfg.Session, client, kube, istio, gardenerSessions,
-			cfg.Sessions, cfg.Credentials, targetSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
+			cfg.Sessions, cfg.Locks, cfg.Credentials, targetSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
 		if err != nil {
 			logger.Error(err, "Building the session controller")
 			return

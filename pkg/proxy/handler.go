@@ -233,7 +233,7 @@ func (p *proxiedRequest) close() {
 // handler returned.
 func sessionEnd(ctx context.Context) error {
 	cause := context.Cause(ctx)
-	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady} {
+	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrLocked} {
 		if errors.Is(cause, end) {
 			return cause
 		}
@@ -251,6 +251,9 @@ func statusFor(err error, t Target) error {
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, err))
 	case errors.Is(err, ErrDeleted):
 		return apierrors.NewNotFound(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions"}, t.Name)
+	case errors.Is(err, ErrLocked):
+		return apierrors.NewForbidden(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions/proxy"}, t.Name,
+			fmt.Errorf("session %s/%s is %w", t.Namespace, t.Name, err))
 	}
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, err))
 }

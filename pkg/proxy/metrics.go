@@ -18,12 +18,12 @@ var (
 	})
 	closedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "closed_requests_total",
-		Help:           "Proxied requests and streams that ended, by reason (completed, expired, idle, deleted, not_ready).",
+		Help:           "Proxied requests and streams that ended, by reason (completed, expired, idle, deleted, not_ready, locked).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	refusedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "refused_requests_total",
-		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, session_limit, owner_limit).",
+		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 )
@@ -54,6 +54,8 @@ func reasonLabel(err error) string {
 		return "deleted"
 	case errors.Is(err, ErrNotReady):
 		return "not_ready"
+	case errors.Is(err, ErrLocked):
+		return "locked"
 	case errors.Is(err, ErrTooManyForSession):
 		return "session_limit"
 	case errors.Is(err, ErrTooManyForOwner):

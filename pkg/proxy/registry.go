@@ -60,6 +60,8 @@ type Registry struct {
 	// uses records the sessions' last use in their status; nil records
 	// nothing.
 	uses *lastUse
+	// locks are the SessionLocks, nil until EndWithLocks.
+	locks *locks
 }
 
 type tracked struct {
@@ -256,11 +258,11 @@ func (r *Registry) end(uid types.UID, reason error) {
 }
 
 // Resume accepts connections of a session again that End refused because
-// it was no longer ready, once it is ready again.
+// it was no longer ready (or locked), once it is ready again.
 func (r *Registry) Resume(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t := r.sessions[uid]; t != nil && errors.Is(t.ended, ErrNotReady) {
+	if t := r.sessions[uid]; t != nil && (errors.Is(t.ended, ErrNotReady) || errors.Is(t.ended, ErrLocked)) {
 		r.lift(uid, t)
 	}
 }

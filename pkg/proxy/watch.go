@@ -14,8 +14,9 @@ import (
 )
 
 // EndWithSessions ends the connections of a session as soon as the informer
-// reports it deleted, being deleted, or no longer Ready (Idle, when its
-// Ready condition says so), resumes it when it is Ready again, and moves
+// reports it deleted, being deleted, held by a SessionLock (EndWithLocks),
+// or no longer Ready (Idle or Locked, when its Ready condition says so),
+// resumes it when it is Ready again, and moves
 // their end when its expiry or idle deadline moves later (an extension, a
 // recorded use); forget is called with the UID of each session that is
 // gone.
@@ -32,6 +33,7 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 				return
 			}
 			r.observe(s)
+			r.observeLocks(s)
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			old, okOld := oldObj.(*v1alpha1.Session)
@@ -45,6 +47,7 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 				r.End(s.UID, ErrDeleted)
 				return
 			}
+			r.observeLocks(s)
 			wasReady := meta.IsStatusConditionTrue(old.Status.Conditions, v1alpha1.SessionConditionReady)
 			ready := meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.SessionConditionReady)
 			if s.Status.ExpiresAt != nil && (old.Status.ExpiresAt == nil || s.Status.ExpiresAt.After(old.Status.ExpiresAt.Time)) {
@@ -54,8 +57,11 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 			switch {
 			case wasReady && !ready:
 				why := ErrNotReady
-				if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil && c.Reason == v1alpha1.SessionReasonIdle {
+				switch c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); {
+				case c != nil && c.Reason == v1alpha1.SessionReasonIdle:
 					why = ErrIdle
+				case c != nil && c.Reason == v1alpha1.SessionReasonLocked:
+					why = &LockedError{Message: c.Message}
 				}
 				r.End(s.UID, why)
 			case !wasReady && ready:

@@ -18,28 +18,22 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
-// tableAccept asks the server for its own table of sessions, the columns
-// kubectl get shows.
+// tableAccept asks the server for its own table of sessions or locks, the
+// columns kubectl get shows.
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 func newListCommand(g *globals) *cobra.Command {
 	var all, pending bool
-	// kubectl get's output flags and printers: cli-runtime's json, yaml,
-	// kyaml, name, jsonpath and go-template, with kubectl's custom-columns
-	// and tables (-o wide, --no-headers, --show-labels, -L, --show-kind).
-	output := get.NewGetPrintFlags()
-	// kubectl get sorts the objects itself, not through its printers.
-	output.HumanReadableFlags.SortBy = nil
-	output.SetKind(v1alpha1.SchemeGroupVersion.WithKind("Session").GroupKind())
+	output := printFlags("Session")
 	cmd := &cobra.Command{
 		Use:   "list [-A] [--pending] [-o json|yaml|name|wide|jsonpath=...|go-template=...|custom-columns=...]",
-		Short: "List sessions, with their owner, target, expiry, approval and reason",
+		Short: "List sessions, with their owner, target, expiry, approval and reason; READY says Locked while a lock holds one",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all {
 				_ = output.EnsureWithNamespace() // never fails
 			}
-			// An unknown format is refused before the server is asked.
+			// An unknown format is refused before anything else.
 			printer, err := output.ToPrinter()
 			if err != nil {
 				return err
@@ -51,22 +45,57 @@ func newListCommand(g *globals) *cobra.Command {
 			if all {
 				ns = metav1.NamespaceAll
 			}
-			q := listQuery{namespace: ns}
+			q := listQuery{resource: "sessions", namespace: ns}
 			if pending {
 				// The server selects them, so that an approver's list is as
 				// cheap as the requests that wait.
 				q.fieldSelector = v1alpha1.FieldPendingApproval + "!="
 			}
-			if tableFormat(output) {
-				return g.printTable(cmd.Context(), q, printer)
-			}
-			return g.printList(cmd.Context(), q, printer)
+			return g.printObjects(cmd.Context(), q, output, printer)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the sessions of every namespace.")
 	cmd.Flags().BoolVar(&pending, "pending", false, "List only the sessions whose request to open or extend waits for an approver.")
 	output.AddFlags(cmd)
 	return cmd
+}
+
+func newLocksCommand(g *globals) *cobra.Command {
+	output := printFlags("SessionLock")
+	cmd := &cobra.Command{
+		Use:   "locks [-o json|yaml|name|wide|jsonpath=...|go-template=...|custom-columns=...]",
+		Short: "List session locks, with what they match, their reason and expiry",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			printer, err := output.ToPrinter()
+			if err != nil {
+				return err
+			}
+			return g.printObjects(cmd.Context(), listQuery{resource: "sessionlocks"}, output, printer)
+		},
+	}
+	output.AddFlags(cmd)
+	return cmd
+}
+
+// printFlags are kubectl get's output flags and printers for a kind:
+// cli-runtime's json, yaml, kyaml, name, jsonpath and go-template, with
+// kubectl's custom-columns and tables (-o wide, --no-headers,
+// --show-labels, -L, --show-kind).
+func printFlags(kind string) *get.PrintFlags {
+	output := get.NewGetPrintFlags()
+	// kubectl get sorts the objects itself, not through its printers.
+	output.HumanReadableFlags.SortBy = nil
+	output.SetKind(v1alpha1.SchemeGroupVersion.WithKind(kind).GroupKind())
+	return output
+}
+
+// printObjects prints the objects q names with printer, made from output.
+func (g *globals) printObjects(ctx context.Context, q listQuery, output *get.PrintFlags, printer printers.ResourcePrinter) error {
+	if tableFormat(output) {
+		return g.printTable(ctx, q, printer)
+	}
+	return g.printList(ctx, q, printer)
 }
 
 // tableFormat tells whether the output is one of kubectl's tables, printed
@@ -77,44 +106,45 @@ func tableFormat(output *get.PrintFlags) bool {
 	return format == "" && template == "" || format == "wide"
 }
 
-// listQuery is which sessions a list shows: those of a namespace, or of
-// every namespace for "", that match a field selector if there is one.
+// listQuery is which objects a list shows: the sessions (or session
+// locks, which have no namespace) of a namespace, or of every namespace for
+// "", that match a field selector if there is one.
 type listQuery struct {
-	namespace, fieldSelector string
+	resource, namespace, fieldSelector string
 }
 
-// getSessions GETs the sessions q names, in the representation accept asks
+// getObjects GETs the objects q names, in the representation accept asks
 // for.
-func (g *globals) getSessions(ctx context.Context, q listQuery, accept string) ([]byte, error) {
+func (g *globals) getObjects(ctx context.Context, q listQuery, accept string) ([]byte, error) {
 	c, err := g.client()
 	if err != nil {
 		return nil, err
 	}
-	req := c.ClustergateV1alpha1().RESTClient().Get().NamespaceIfScoped(q.namespace, q.namespace != "").Resource("sessions")
+	req := c.ClustergateV1alpha1().RESTClient().Get().NamespaceIfScoped(q.namespace, q.namespace != "").Resource(q.resource)
 	if q.fieldSelector != "" {
 		req = req.Param("fieldSelector", q.fieldSelector)
 	}
 	return req.SetHeader("Accept", accept).DoRaw(ctx)
 }
 
-// printList prints the sessions q names as kubectl get prints objects: as
+// printList prints the objects q names as kubectl get prints objects: as
 // they are in JSON, each item carrying its kind, which the name printer
 // needs.
 func (g *globals) printList(ctx context.Context, q listQuery, printer printers.ResourcePrinter) error {
-	raw, err := g.getSessions(ctx, q, runtime.ContentTypeJSON)
+	raw, err := g.getObjects(ctx, q, runtime.ContentTypeJSON)
 	if err != nil {
 		return err
 	}
 	list, err := runtime.Decode(unstructured.UnstructuredJSONScheme, raw)
 	if err != nil {
-		return fmt.Errorf("reading the server's sessions: %w", err)
+		return fmt.Errorf("reading the server's %s: %w", q.resource, err)
 	}
 	return printer.PrintObj(list, g.streams.Out)
 }
 
-// printTable prints the server's table of the sessions q names.
+// printTable prints the server's table of the objects q names.
 func (g *globals) printTable(ctx context.Context, q listQuery, printer printers.ResourcePrinter) error {
-	raw, err := g.getSessions(ctx, q, tableAccept)
+	raw, err := g.getObjects(ctx, q, tableAccept)
 	if err != nil {
 		return err
 	}
@@ -132,7 +162,7 @@ func (g *globals) printTable(ctx context.Context, q listQuery, printer printers.
 		}
 	}
 	if len(table.Rows) == 0 {
-		_, err := fmt.Fprintln(g.streams.ErrOut, "No sessions found.")
+		_, err := fmt.Fprintf(g.streams.ErrOut, "No %s found.\n", q.resource)
 		return err
 	}
 	return printer.PrintObj(table, g.streams.Out)

@@ -30,7 +30,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	g := &globals{flags: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
 		Use:   "kubectl session",
-		Short: "Open, list, approve, deny, extend and revoke clustergate break-glass sessions",
+		Short: "Open, list, approve, deny, extend, revoke and lock clustergate break-glass sessions",
 		Long: `Sessions are time-limited, owner-bound sessions to a target cluster. Sessions of
 access groups that need approval wait until another user with the verb "approve"
 approves them; their expiry starts then.`,
@@ -42,7 +42,7 @@ approves them; their expiry starts then.`,
 	cmd.SetErr(streams.ErrOut)
 	g.flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newOpenCommand(g), newListCommand(g), newDecideCommand(g, true), newDecideCommand(g, false),
-		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g))
+		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g), newLockCommand(g), newUnlockCommand(g), newLocksCommand(g))
 	return cmd
 }
 

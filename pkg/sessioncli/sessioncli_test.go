@@ -132,6 +132,10 @@ func TestArguments(t *testing.T) {
 		{args: []string{"revoke", "s", "--user", "bob"}, want: "either one session or --user"},
 		{args: []string{"list", "-o", "table"}, want: `unable to match a printer suitable for the output format "table"`},
 		{args: []string{"list", "-o", "custom-columns="}, want: "no custom columns given"},
+		{args: []string{"lock", "--target", "pod/x", "--reason", "r"}, want: "must be shoot/NAME or cluster/NAME"},
+		{args: []string{"lock", "extra", "--user", "u"}, want: "unknown command"},
+		{args: []string{"unlock"}, want: "requires at least 1 arg(s)"},
+		{args: []string{"locks", "-o", "table"}, want: `unable to match a printer suitable for the output format "table"`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -28,6 +28,7 @@ func TestAPIResources(t *testing.T) {
 	for _, want := range [][]string{
 		{"gardenerclusterkubeconfigs", "gck", "clustergate.dev/v1alpha1", "true", "GardenerClusterKubeconfig"},
 		{"sessions", "sess", "clustergate.dev/v1alpha1", "true", "Session"},
+		{"sessionlocks", "slock", "clustergate.dev/v1alpha1", "false", "SessionLock"},
 	} {
 		if !containsLine(out, want) {
 			t.Errorf("api-resources lacks %v:\n%s", want, out)

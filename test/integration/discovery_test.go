@@ -50,6 +50,7 @@ func TestDiscovery(t *testing.T) {
 		"sessions/kubeconfig":               "namespaced=true short=[] categories=[]",
 		"gardenerclusterkubeconfigs":        "namespaced=true short=[gck] categories=[clustergate]",
 		"gardenerclusterkubeconfigs/status": "namespaced=true short=[] categories=[]",
+		"sessionlocks":                      "namespaced=false short=[slock] categories=[clustergate]",
 		"shoots":                            "namespaced=true short=[] categories=[]",
 		"clusters":                          "namespaced=true short=[] categories=[]",
 	}

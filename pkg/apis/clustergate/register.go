@@ -40,6 +40,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&SessionKubeconfig{},
 		&GardenerClusterKubeconfig{},
 		&GardenerClusterKubeconfigList{},
+		&SessionLock{},
+		&SessionLockList{},
 	)
 	return nil
 }

@@ -251,3 +251,52 @@ type GardenerClusterKubeconfigList struct {
 
 	Items []GardenerClusterKubeconfig
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionLock freezes the sessions it matches: while it is in force, a
+// matching session cannot be created or extended and its proxy refuses and
+// ends every request. Cluster-scoped.
+type SessionLock struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec SessionLockSpec
+}
+
+// SessionLockSpec says which sessions a lock matches, why and until when.
+// Every member given must match (they combine with AND); at least one of
+// User, Group, Target and Namespace is given.
+type SessionLockSpec struct {
+	// User matches sessions whose owner has this user name.
+	User string
+	// Group matches sessions whose owner had this group at creation.
+	Group string
+	// Target matches sessions to this shoot or cluster.
+	Target *SessionLockTarget
+	// Namespace matches sessions in this namespace.
+	Namespace string
+	// Reason is why the lock is in force; required.
+	Reason string
+	// ExpiresAt ends the lock; nil is never.
+	ExpiresAt *metav1.Time
+}
+
+// SessionLockTarget names a target as sessions name it: exactly one member
+// is set.
+type SessionLockTarget struct {
+	// Shoot is a Gardener Shoot of the server's project, by name.
+	Shoot *ShootReference
+	// Cluster is a cluster target, by the name of its kubeconfig Secret.
+	Cluster *LocalSecretReference
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionLockList is a list of SessionLocks.
+type SessionLockList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []SessionLock
+}

@@ -63,8 +63,10 @@ type Action struct {
 	// RequeueAfter is when to look again if nothing changes before.
 	RequeueAfter time.Duration
 	// Reason and Message are the event of a DeleteSession, or of an
-	// UpdateStatus that ends an idle session: why the session ends.
+	// UpdateStatus that ends an idle session, locks or unlocks one: why.
 	Reason, Message string
+	// EventAction is the action of that event; empty is "End".
+	EventAction string
 }
 
 // PolicyState is what a pass sees of the session's AuthorizationPolicy.
@@ -96,7 +98,9 @@ type Observed struct {
 	GardenerFailure *controllerutil.Failure
 	// Policy is the session's AuthorizationPolicy.
 	Policy PolicyState
-	Now    time.Time
+	// Lock is the SessionLock that holds the session, or nil.
+	Lock *Lock
+	Now  time.Time
 }
 
 // Config holds the controller's timing.
@@ -140,6 +144,9 @@ func NextAction(o Observed, cfg Config) Action {
 	if state == v1alpha1.SessionIdle {
 		return idleAction(o, untilExpiry)
 	}
+	if o.Lock != nil {
+		return lockedAction(o, soonest(untilExpiry, untilIdle(s, o.Now)))
+	}
 	// The next pass comes at the idle deadline, unless a recorded use
 	// moves it later first (its status write queues a pass that looks
 	// again).
@@ -167,14 +174,14 @@ func NextAction(o Observed, cfg Config) Action {
 	}
 	if pending != nil {
 		if pending.Type == None {
-			return statusOr(o, creds, backendURL, policyCondition(o.Policy), soonest(pending.RequeueAfter, untilExpiry))
+			return unlocked(o, statusOr(o, creds, backendURL, policyCondition(o.Policy), soonest(pending.RequeueAfter, untilExpiry)))
 		}
 		return *pending
 	}
 	if p := o.Policy; !p.Disabled && !p.APIAbsent && (!p.Exists || p.Owned && !p.UpToDate) {
 		return Action{Type: ApplyPolicy}
 	}
-	return statusOr(o, creds, backendURL, policyCondition(o.Policy), untilExpiry)
+	return unlocked(o, statusOr(o, creds, backendURL, policyCondition(o.Policy), untilExpiry))
 }
 
 // soonest returns the sooner of two requeue delays, where 0 means never.
@@ -345,6 +352,11 @@ func statusOr(o Observed, creds metav1.Condition, backendURL string, policy meta
 	if creds.Status == metav1.ConditionTrue {
 		ready.Reason, ready.Message = "SessionReady", "the session's proxy may be used by its owner until it expires"
 	}
+	return statusWith(o, creds, backendURL, policy, ready, requeue)
+}
+
+// statusWith is statusOr with the Ready condition given.
+func statusWith(o Observed, creds metav1.Condition, backendURL string, policy, ready metav1.Condition, requeue time.Duration) Action {
 	want := []metav1.Condition{creds, policy, ready}
 	if approved := approvedCondition(o.Session); approved != nil {
 		want = append(want, *approved)

@@ -55,6 +55,7 @@ type Controller struct {
 	recorder events.EventRecorder
 
 	sessions listers.SessionLister
+	locks    listers.SessionLockLister
 	secrets  corelisters.SecretLister
 	// targets are the Secrets marked as cluster targets.
 	targets   corelisters.SecretLister
@@ -79,13 +80,15 @@ type Controller struct {
 // credentials.Selector, targets with TargetSelector. g may be nil when no
 // Gardener project is configured.
 func New(opts Options, client versioned.Interface, kube kubernetes.Interface, istio istioclient.Interface, g gardener.Requester,
-	sessions informers.SessionInformer, secrets, targets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	sessions informers.SessionInformer, locks informers.SessionLockInformer, secrets, targets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
-		sessions:         sessions.Lister(),
-		secrets:          secrets.Lister(),
-		targets:          targets.Lister(),
-		hasSynced:        []cache.InformerSynced{sessions.Informer().HasSynced, secrets.Informer().HasSynced, targets.Informer().HasSynced},
+		sessions: sessions.Lister(),
+		locks:    locks.Lister(),
+		secrets:  secrets.Lister(),
+		targets:  targets.Lister(),
+		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, locks.Informer().HasSynced,
+			secrets.Informer().HasSynced, targets.Informer().HasSynced},
 		gardenerFailures: controllerutil.NewFailures(),
 	}
 	if g != nil {
@@ -103,7 +106,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 		})},
 		// A target that appears, changes or goes queues the sessions that
 		// name it: they wait for it without a timer.
-		controllerutil.InformerHandler{Informer: targets.Informer(), Handler: c.queue.KeysEventHandler(c.sessionsNaming)})
+		controllerutil.InformerHandler{Informer: targets.Informer(), Handler: c.queue.KeysEventHandler(c.sessionsNaming)},
+		// A lock that appears, changes or goes queues every session, to be
+		// marked Locked or no longer; an expiry is a timer (RequeueAfter).
+		controllerutil.InformerHandler{Informer: locks.Informer(), Handler: c.queue.KeysEventHandler(c.allSessions)})
 	if err != nil {
 		return nil, err
 	}

@@ -28,6 +28,11 @@ type target struct {
 // minted, renewed or cleaned up.
 func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed, *target, error) {
 	o := Observed{Session: s, Now: c.clock.Now()}
+	lock, err := c.lockOf(s, o.Now)
+	if err != nil {
+		return o, nil, err
+	}
+	o.Lock = lock
 	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(credentials.SecretName(s.UID))
 	switch {
 	case apierrors.IsNotFound(err):

@@ -103,7 +103,11 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		if err == nil {
 			c.recordApproval(s, a.Conditions)
 			if a.Reason != "" {
-				c.recorder.Eventf(s, nil, corev1.EventTypeNormal, a.Reason, "End", "%s%s", a.Message, forReason(s))
+				action := a.EventAction
+				if action == "" {
+					action = "End"
+				}
+				c.recorder.Eventf(s, nil, corev1.EventTypeNormal, a.Reason, action, "%s%s", a.Message, forReason(s))
 			}
 		}
 		return err

@@ -41,6 +41,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clustergatev1alpha1.SessionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionApproval"):
 		return &clustergatev1alpha1.SessionApprovalApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionLock"):
+		return &clustergatev1alpha1.SessionLockApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionLockSpec"):
+		return &clustergatev1alpha1.SessionLockSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionLockTarget"):
+		return &clustergatev1alpha1.SessionLockTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionOwner"):
 		return &clustergatev1alpha1.SessionOwnerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionSpec"):

@@ -35,6 +35,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SessionApproval{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionApproval(ref),
 		v1alpha1.SessionKubeconfig{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_SessionKubeconfig(ref),
 		v1alpha1.SessionList{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionList(ref),
+		v1alpha1.SessionLock{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionLock(ref),
+		v1alpha1.SessionLockList{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionLockList(ref),
+		v1alpha1.SessionLockSpec{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionLockSpec(ref),
+		v1alpha1.SessionLockTarget{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_SessionLockTarget(ref),
 		v1alpha1.SessionOwner{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionOwner(ref),
 		v1alpha1.SessionProxyOptions{}.OpenAPIModelName():             schema_pkg_apis_clustergate_v1alpha1_SessionProxyOptions(ref),
 		v1alpha1.SessionSpec{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref),
@@ -642,6 +646,196 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionList(ref common.ReferenceCallba
 		},
 		Dependencies: []string{
 			v1alpha1.Session{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionLock(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionLock freezes the sessions it matches, for an incident: while it is in force, a matching session cannot be created or extended, every request and stream through its proxy ends within a second on every replica and new ones are refused; the sessions stay, Ready=False with reason Locked, and work again once the lock is deleted or expires before they do. Cluster-scoped.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says which sessions the lock matches, why and until when.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SessionLockSpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionLockSpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionLockList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionLockList is a list of SessionLocks.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the SessionLocks.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SessionLock{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionLock{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionLockSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionLockSpec says which sessions a lock matches, why and until when. Every member given must match: they combine with AND, so that {user: alice, target: {shoot: {name: prod}}} locks alice's sessions to prod only. At least one of user, group, target and namespace is given.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"user": {
+						SchemaProps: spec.SchemaProps{
+							Description: "User matches sessions whose owner (spec.owner.username) is this user.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Group matches sessions whose owner had this group when the session was created (spec.owner.groups).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target matches sessions to this shoot or cluster.",
+							Ref:         ref(v1alpha1.SessionLockTarget{}.OpenAPIModelName()),
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace matches sessions in this namespace.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is why the lock is in force, such as an incident; required, at most 512 characters. Refusals name the lock and its reason.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"expiresAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ExpiresAt ends the lock: from then on it matches nothing, as if deleted (expired locks are kept until deleted). Unset, the lock holds until it is deleted.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"reason"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionLockTarget{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionLockTarget(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionLockTarget names a target as sessions name it: exactly one member is set.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"shoot": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Shoot is a Gardener Shoot of the server's project, by name, as in a session's spec.target.shoot.",
+							Ref:         ref(v1alpha1.ShootReference{}.OpenAPIModelName()),
+						},
+					},
+					"cluster": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Cluster is a cluster target, by the name of its kubeconfig Secret, as in a session's spec.target.cluster.kubeconfigSecretRef.",
+							Ref:         ref(v1alpha1.LocalSecretReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+			VendorExtensible: spec.VendorExtensible{
+				Extensions: spec.Extensions{
+					"x-kubernetes-unions": []interface{}{
+						map[string]interface{}{
+							"fields-to-discriminateBy": map[string]interface{}{
+								"cluster": "Cluster",
+								"shoot":   "Shoot",
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalSecretReference{}.OpenAPIModelName(), v1alpha1.ShootReference{}.OpenAPIModelName()},
 	}
 }
 

@@ -196,7 +196,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			{Name: "Target", Type: "string", Description: "Cluster the session reaches."},
 			{Name: "Access", Type: "string", Description: "Group the session's credentials carry."},
 			{Name: "Expires", Type: "string", Description: "Time left until the session expires."},
-			{Name: "Ready", Type: "string", Description: "Whether the session can be used."},
+			{Name: "Ready", Type: "string", Description: "Whether the session can be used: True, False, Unknown, or Locked while a SessionLock holds it."},
 			{Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1, Description: "When the session expires."},
 			{Name: "Approval", Type: "string", Priority: 1, Description: "The last approval's decision and approver, for sessions that need one."},
 			{Name: "Last-Used", Type: "string", Priority: 1, Description: "How long ago the session's proxy was last used, as the replicas recorded it (to about a minute), and its idle timeout."},
@@ -215,6 +215,9 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			ready := string(metav1.ConditionUnknown)
 			if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
 				ready = string(c.Status)
+				if c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.SessionReasonLocked {
+					ready = v1alpha1.SessionReasonLocked
+				}
 			}
 			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, expiresAt,
 				approvalCell(s.Status.Approvals), lastUsedCell(s, now), table.OrNone(s.Spec.Reason)}

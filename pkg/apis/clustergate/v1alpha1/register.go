@@ -43,6 +43,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&SessionKubeconfig{},
 		&GardenerClusterKubeconfig{},
 		&GardenerClusterKubeconfigList{},
+		&SessionLock{},
+		&SessionLockList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

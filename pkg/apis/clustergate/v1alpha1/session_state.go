@@ -35,6 +35,10 @@ const (
 	// idle deadline (IdleDeadline), or its Ready condition says Idle,
 	// which keeps it over once the controller saw it.
 	SessionIdle SessionState = "Idle"
+	// SessionLocked is held by a SessionLock: its Ready condition says
+	// Locked. The controller sets and lifts that as locks come and go; it
+	// is not over, and is Live again once no lock matches it.
+	SessionLocked SessionState = "Locked"
 	// SessionDeleting is being deleted.
 	SessionDeleting SessionState = "Deleting"
 )
@@ -117,6 +121,8 @@ func sessionState(deletion, expiresAt *metav1.Time, conditions []metav1.Conditio
 		return SessionExpired
 	case !idle.IsZero() && !now.Before(idle), ready != nil && ready.Reason == SessionReasonIdle:
 		return SessionIdle
+	case ready != nil && ready.Status != metav1.ConditionTrue && ready.Reason == SessionReasonLocked:
+		return SessionLocked
 	case ready == nil || ready.Status != metav1.ConditionTrue:
 		return SessionNotReady
 	}

@@ -346,3 +346,78 @@ type GardenerClusterKubeconfigList struct {
 	// Items are the GardenerClusterKubeconfigs.
 	Items []GardenerClusterKubeconfig `json:"items" protobuf:"bytes,2,rep,name=items"`
 }
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionLock freezes the sessions it matches, for an incident: while it is
+// in force, a matching session cannot be created or extended, every request
+// and stream through its proxy ends within a second on every replica and
+// new ones are refused; the sessions stay, Ready=False with reason Locked,
+// and work again once the lock is deleted or expires before they do.
+// Cluster-scoped.
+type SessionLock struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	// Spec says which sessions the lock matches, why and until when.
+	Spec SessionLockSpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
+}
+
+// SessionLockSpec says which sessions a lock matches, why and until when.
+// Every member given must match: they combine with AND, so that
+// {user: alice, target: {shoot: {name: prod}}} locks alice's sessions to
+// prod only. At least one of user, group, target and namespace is given.
+type SessionLockSpec struct {
+	// User matches sessions whose owner (spec.owner.username) is this user.
+	// +optional
+	User string `json:"user,omitempty" protobuf:"bytes,1,opt,name=user"`
+	// Group matches sessions whose owner had this group when the session
+	// was created (spec.owner.groups).
+	// +optional
+	Group string `json:"group,omitempty" protobuf:"bytes,2,opt,name=group"`
+	// Target matches sessions to this shoot or cluster.
+	// +optional
+	Target *SessionLockTarget `json:"target,omitempty" protobuf:"bytes,3,opt,name=target"`
+	// Namespace matches sessions in this namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty" protobuf:"bytes,4,opt,name=namespace"`
+	// Reason is why the lock is in force, such as an incident; required, at
+	// most 512 characters. Refusals name the lock and its reason.
+	Reason string `json:"reason" protobuf:"bytes,5,opt,name=reason"`
+	// ExpiresAt ends the lock: from then on it matches nothing, as if
+	// deleted (expired locks are kept until deleted). Unset, the lock holds
+	// until it is deleted.
+	// +optional
+	ExpiresAt *metav1.Time `json:"expiresAt,omitempty" protobuf:"bytes,6,opt,name=expiresAt"`
+}
+
+// SessionLockTarget names a target as sessions name it: exactly one member
+// is set.
+// +union
+type SessionLockTarget struct {
+	// Shoot is a Gardener Shoot of the server's project, by name, as in a
+	// session's spec.target.shoot.
+	// +optional
+	Shoot *ShootReference `json:"shoot,omitempty" protobuf:"bytes,1,opt,name=shoot"`
+	// Cluster is a cluster target, by the name of its kubeconfig Secret, as
+	// in a session's spec.target.cluster.kubeconfigSecretRef.
+	// +optional
+	Cluster *LocalSecretReference `json:"cluster,omitempty" protobuf:"bytes,2,opt,name=cluster"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionLockList is a list of SessionLocks.
+type SessionLockList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	// Items are the SessionLocks.
+	Items []SessionLock `json:"items" protobuf:"bytes,2,rep,name=items"`
+}

@@ -100,6 +100,11 @@ const (
 	// conditions and of the event of a session that went unused for its
 	// spec.idleTimeout.
 	SessionReasonIdle = "Idle"
+	// SessionReasonLocked is the reason of the Ready condition and of the
+	// event of a session a SessionLock holds; SessionReasonUnlocked of the
+	// event once none does.
+	SessionReasonLocked   = "Locked"
+	SessionReasonUnlocked = "Unlocked"
 )
 
 // DataPlanePathPrefix starts every path the data plane serves:

@@ -76,6 +76,26 @@ func (in SessionList) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionLock) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionLock"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionLockList) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionLockList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionLockSpec) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionLockSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionLockTarget) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionLockTarget"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SessionOwner) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SessionOwner"
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/ownership"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/registry/session"
+	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // retryAfterSeconds is what a client is told to wait for a session that is
@@ -107,6 +108,11 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	if err := r.check(ctx, s); err != nil {
 		return nil, err
 	}
+	// A lock this replica knows of refuses at once, before the leader
+	// marks the session Locked.
+	if msg, locked := r.registry.Holding(sessionlock.InternalSubjectOf(s)); locked {
+		return nil, lockedProxy(s, msg)
+	}
 	if r.backends == nil {
 		return nil, notReady(s, "the server runs without a core cluster and keeps no credentials")
 	}
@@ -151,6 +157,12 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 	case v1alpha1.SessionIdle:
 		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s went idle: %s", s.Namespace, s.Name, idleSince(s)))
+	case v1alpha1.SessionLocked:
+		msg := "locked"
+		if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
+			msg = c.Message
+		}
+		return lockedProxy(s, msg)
 	case v1alpha1.SessionNotReady:
 		reason := "its credentials are being minted"
 		if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
@@ -168,6 +180,12 @@ func idleSince(s *clustergate.Session) string {
 		return "unused for longer than its idle timeout"
 	}
 	return fmt.Sprintf("unused for %s until %s", s.Spec.IdleTimeout.Duration, deadline.UTC().Format("2006-01-02T15:04:05Z"))
+}
+
+// lockedProxy is the 403 of a session a SessionLock holds; msg names the
+// lock and its reason.
+func lockedProxy(s *clustergate.Session, msg string) error {
+	return apierrors.NewForbidden(clustergate.Resource("sessions/proxy"), s.Name, fmt.Errorf("session %s/%s is %s", s.Namespace, s.Name, msg))
 }
 
 // notReady is a 503 that tells the client when to try again.

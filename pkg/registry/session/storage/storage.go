@@ -29,9 +29,9 @@ type SessionStorage struct {
 	// Status serves sessions/status.
 	Status *status.StatusREST
 	// Approval serves sessions/approval: approvers decide there.
-	Approval *status.StatusREST
+	Approval *LockedREST
 	// Extension serves sessions/extension: expiries move later there.
-	Extension *status.StatusREST
+	Extension *LockedREST
 	// Proxy serves sessions/proxy.
 	Proxy *ProxyREST
 	// Kubeconfig serves sessions/kubeconfig.
@@ -61,6 +61,8 @@ type Config struct {
 	// Finalize adds the session controller's finalizer at create; only for
 	// a server that runs the controller.
 	Finalize bool
+	// Locks refuse creates and extensions of the sessions they hold.
+	Locks Locks
 }
 
 // NewStorage returns the storage of Sessions.
@@ -83,12 +85,15 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: session.GetAttrs}); err != nil {
 		return SessionStorage{}, err
 	}
+	guard := lockGuard{locks: cfg.Locks, clock: clock.RealClock{}}
 	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, locks: map[string]*ownerLock{}}
 	return SessionStorage{
-		Session:    &REST{Store: store, limit: limit},
-		Status:     status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
-		Approval:   status.NewStatusREST(store, session.NewApprovalStrategy(strategy)),
-		Extension:  status.NewStatusREST(store, session.NewExtensionStrategy(strategy)),
+		Session: &REST{Store: store, limit: limit, guard: guard},
+		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
+		Approval: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
+			what: "approve the session's request", refuses: approves},
+		Extension: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
+			what: "extend the session", refuses: extends},
 		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, registry: cfg.Proxy.Registry, clock: clock.RealClock{}},
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
 	}, nil
@@ -98,20 +103,22 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 type REST struct {
 	*genericregistry.Store
 	limit *ownerLimit
+	guard lockGuard
 }
 
-// Create refuses a session past its owner's limit.
+// Create refuses a session a SessionLock holds, or past its owner's limit.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
-	validate, done := r.limit.guard(createValidation)
+	validate, done := r.limit.guard(r.guard.create(createValidation))
 	defer done()
 	return r.Store.Create(ctx, obj, validate, options)
 }
 
-// Update refuses a session that a server-side apply would create past its
-// owner's limit, as Create does; an update of an existing one is not limited.
+// Update refuses a session that a server-side apply would create while a
+// lock holds it or past its owner's limit, as Create does; an update of an
+// existing one is not limited.
 func (r *REST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	validate, done := r.limit.guard(createValidation)
+	validate, done := r.limit.guard(r.guard.create(createValidation))
 	defer done()
 	return r.Store.Update(ctx, name, objInfo, validate, updateValidation, forceAllowCreate, options)
 }

@@ -22,3 +22,7 @@ type SessionListerExpansion interface{}
 // SessionNamespaceListerExpansion allows custom methods to be added to
 // SessionNamespaceLister.
 type SessionNamespaceListerExpansion interface{}
+
+// SessionLockListerExpansion allows custom methods to be added to
+// SessionLockLister.
+type SessionLockListerExpansion interface{}

@@ -17,6 +17,8 @@ type Interface interface {
 	GardenerClusterKubeconfigs() TypedGardenerClusterKubeconfigInformer
 	// Sessions returns a SessionInformer.
 	Sessions() TypedSessionInformer
+	// SessionLocks returns a SessionLockInformer.
+	SessionLocks() TypedSessionLockInformer
 }
 
 type version struct {
@@ -38,4 +40,9 @@ func (v *version) GardenerClusterKubeconfigs() TypedGardenerClusterKubeconfigInf
 // Sessions returns a TypedSessionInformer.
 func (v *version) Sessions() TypedSessionInformer {
 	return &sessionInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// SessionLocks returns a TypedSessionLockInformer.
+func (v *version) SessionLocks() TypedSessionLockInformer {
+	return &sessionLockInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

@@ -19,6 +19,7 @@ type ClustergateV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	GardenerClusterKubeconfigsGetter
 	SessionsGetter
+	SessionLocksGetter
 }
 
 // ClustergateV1alpha1Client is used to interact with features provided by the clustergate.dev group.
@@ -32,6 +33,10 @@ func (c *ClustergateV1alpha1Client) GardenerClusterKubeconfigs(namespace string)
 
 func (c *ClustergateV1alpha1Client) Sessions(namespace string) SessionInterface {
 	return newSessions(c, namespace)
+}
+
+func (c *ClustergateV1alpha1Client) SessionLocks() SessionLockInterface {
+	return newSessionLocks(c)
 }
 
 // NewForConfig creates a new ClustergateV1alpha1Client for the given config.

@@ -10,3 +10,5 @@ package v1alpha1
 type GardenerClusterKubeconfigExpansion interface{}
 
 type SessionExpansion interface{}
+
+type SessionLockExpansion interface{}

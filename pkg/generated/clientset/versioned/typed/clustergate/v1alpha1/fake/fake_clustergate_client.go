@@ -25,6 +25,10 @@ func (c *FakeClustergateV1alpha1) Sessions(namespace string) v1alpha1.SessionInt
 	return newFakeSessions(c, namespace)
 }
 
+func (c *FakeClustergateV1alpha1) SessionLocks() v1alpha1.SessionLockInterface {
+	return newFakeSessionLocks(c)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeClustergateV1alpha1) RESTClient() rest.Interface {

@@ -1,0 +1,56 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package validation
+
+import (
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+)
+
+// ValidateSessionLock validates a SessionLock, new or updated: it names at
+// least one of user, group, target and namespace, at most one target, and
+// a reason.
+func ValidateSessionLock(l *clustergate.SessionLock) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMeta(&l.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	return append(allErrs, validateSessionLockSpec(&l.Spec, field.NewPath("spec"))...)
+}
+
+// ValidateSessionLockUpdate validates an update of a SessionLock: its
+// metadata as any object's, its spec as a new one's (a lock may be changed,
+// such as its expiry moved).
+func ValidateSessionLockUpdate(newLock, oldLock *clustergate.SessionLock) field.ErrorList {
+	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newLock.ObjectMeta, &oldLock.ObjectMeta, field.NewPath("metadata"))
+	return append(allErrs, validateSessionLockSpec(&newLock.Spec, field.NewPath("spec"))...)
+}
+
+func validateSessionLockSpec(spec *clustergate.SessionLockSpec, specPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if spec.User == "" && spec.Group == "" && spec.Target == nil && spec.Namespace == "" {
+		allErrs = append(allErrs, field.Required(specPath, "at least one of user, group, target and namespace, which must all match"))
+	}
+	if t := spec.Target; t != nil {
+		targetPath := specPath.Child("target")
+		switch {
+		case t.Shoot == nil && t.Cluster == nil:
+			allErrs = append(allErrs, field.Required(targetPath, "exactly one of shoot or cluster is required"))
+		case t.Shoot != nil && t.Cluster != nil:
+			allErrs = append(allErrs, field.Forbidden(targetPath.Child("cluster"), "may not be set together with shoot"))
+		case t.Shoot != nil:
+			allErrs = append(allErrs, validateDNSLabel(t.Shoot.Name, targetPath.Child("shoot", "name"))...)
+		default:
+			allErrs = append(allErrs, validateDNSLabel(t.Cluster.Name, targetPath.Child("cluster", "name"))...)
+		}
+	}
+	if spec.Namespace != "" {
+		allErrs = append(allErrs, validateDNSLabel(spec.Namespace, specPath.Child("namespace"))...)
+	}
+	reasonPath := specPath.Child("reason")
+	if spec.Reason == "" {
+		allErrs = append(allErrs, field.Required(reasonPath, "a lock needs a reason, such as the incident it is for"))
+	}
+	allErrs = append(allErrs, validateReason(spec.Reason, reasonPath)...)
+	return allErrs
+}

@@ -1,0 +1,100 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package proxy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/fake"
+	"github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
+	"github.com/clustergate/clustergate/pkg/sessionlock"
+)
+
+// TestEndWithLocks drives the registry from a locks informer: a lock on
+// the owner cuts the open connection of the session with the lock's name
+// and reason and refuses new ones; deleting it accepts them again, and so
+// does the expiry of a lock, without any event.
+func TestEndWithLocks(t *testing.T) {
+	s := session("s1", metav1.ConditionTrue, false)
+	s.Spec.Owner.Username = "alice"
+	other := session("s2", metav1.ConditionTrue, false)
+	other.Spec.Owner.Username = "bob"
+	client := fake.NewSimpleClientset(s, other)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	sessions := factory.Clustergate().V1alpha1().Sessions().Informer()
+	must(t, r.EndWithSessions(sessions, func(types.UID) {}))
+	must(t, r.EndWithLocks(factory.Clustergate().V1alpha1().SessionLocks().Informer(), sessions.GetStore()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	open := func(uid types.UID) (context.Context, error) {
+		conn, release, err := r.Open(context.Background(), uid, "alice", time.Now().Add(time.Hour))
+		if err == nil {
+			t.Cleanup(release)
+		}
+		return conn, err
+	}
+	// waitOpen polls until opening uid gives want (nil: succeeds).
+	waitOpen := func(what string, uid types.UID, want error) {
+		t.Helper()
+		var got error
+		if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			_, got = open(uid)
+			return errors.Is(got, want) || (want == nil && got == nil), nil
+		}); err != nil {
+			t.Fatalf("%s: open gives %v, want %v", what, got, want)
+		}
+	}
+	conn, err := open("s1")
+	must(t, err)
+
+	locks := client.ClustergateV1alpha1().SessionLocks()
+	lock := &v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{Name: "inc"}, Spec: v1alpha1.SessionLockSpec{User: "alice", Reason: "INC-1"}}
+	_, err = locks.Create(context.Background(), lock, metav1.CreateOptions{})
+	must(t, err)
+	select {
+	case <-conn.Done():
+		if cause := context.Cause(conn); !errors.Is(cause, ErrLocked) || cause.Error() != sessionlock.Message("inc", "INC-1") {
+			t.Errorf("connection ended with %v, want the lock's message", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the open connection was not ended by the lock")
+	}
+	if _, err := open("s1"); !errors.Is(err, ErrLocked) {
+		t.Errorf("open while locked: %v, want ErrLocked", err)
+	}
+	if _, err := open("s2"); err != nil {
+		t.Errorf("open of bob's session: %v, want no lock", err)
+	}
+	if msg, ok := r.Holding(sessionlock.SubjectOf(s)); !ok || !strings.Contains(msg, "INC-1") {
+		t.Errorf("Holding = %q, %v; want the lock", msg, ok)
+	}
+
+	must(t, locks.Delete(context.Background(), "inc", metav1.DeleteOptions{}))
+	waitOpen("unlocked", "s1", nil)
+
+	// A lock that expires lifts itself: the registry looks again then.
+	expiresAt := metav1.NewTime(time.Now().Add(500 * time.Millisecond))
+	lock.Spec.ExpiresAt = &expiresAt
+	_, err = locks.Create(context.Background(), lock, metav1.CreateOptions{})
+	must(t, err)
+	waitOpen("locked until it expires", "s1", ErrLocked)
+	waitOpen("expired", "s1", nil)
+	if time.Now().Before(expiresAt.Time) {
+		t.Errorf("accepted again before the lock expired at %s", expiresAt.Time)
+	}
+}
