@@ -84,6 +84,8 @@ type ExtraConfig struct {
 	// Standalone: there is no core cluster, so no controllers and no
 	// credentials; sessions can be stored but not used.
 	Standalone bool
+	// Recording configures the recording of sessions.
+	Recording RecordingConfig
 }
 
 // Config is the whole configuration of the server.

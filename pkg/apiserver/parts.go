@@ -27,6 +27,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
 	"github.com/clustergate/clustergate/pkg/proxy"
+	"github.com/clustergate/clustergate/pkg/recording"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 )
 
@@ -36,6 +37,9 @@ import (
 // the object metrics and the controllers.
 type parts struct {
 	registry *proxy.Registry
+	// recorder records sessions (nil when off); recordings reads them back.
+	recorder   *recording.Recorder
+	recordings recording.Reader
 	// credentialInformers and credentials are nil when standalone.
 	credentialInformers informers.SharedInformerFactory
 	credentials         *credentials.Source
@@ -45,6 +49,13 @@ type parts struct {
 func (c CompletedConfig) newParts() (*parts, error) {
 	extra := c.ExtraConfig
 	p := &parts{registry: proxy.NewRegistry(clock.RealClock{}, extra.ProxyLimits)}
+	var err error
+	if p.recorder, p.recordings, err = extra.Recording.newRecording(); err != nil {
+		return nil, err
+	}
+	if p.recorder != nil {
+		p.registry.RecordWith(p.recorder)
+	}
 	if extra.Standalone {
 		return p, nil
 	}
@@ -101,6 +112,9 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		}
 		if err := p.registry.EndWithSessions(sessions.Informer(), forget); err != nil {
 			return err
+		}
+		if p.recorder != nil {
+			go p.recorder.Run(hookCtx)
 		}
 		factory.Start(hookCtx.Done())
 		return nil

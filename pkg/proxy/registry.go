@@ -16,6 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/recording"
 )
 
 // Why connections of a session end.
@@ -60,6 +62,9 @@ type Registry struct {
 	// uses records the sessions' last use in their status; nil records
 	// nothing.
 	uses *lastUse
+	// recorder records streams and requests (record.go); nil records
+	// nothing.
+	recorder *recording.Recorder
 }
 
 type tracked struct {
