@@ -169,6 +169,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"sessions/extension":                sessions.Extension,
 		"sessions/proxy":                    sessions.Proxy,
 		"sessions/kubeconfig":               sessions.Kubeconfig,
+		"sessions/recordings":               sessions.Recordings,
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
 		// Authorization only: who may reach which target.

@@ -76,6 +76,9 @@ func (c CompletedConfig) newParts() (*parts, error) {
 // proxyConfig is what sessions/proxy and sessions/kubeconfig need.
 func (p *parts) proxyConfig(kc sessionstorage.KubeconfigConfig) sessionstorage.ProxyConfig {
 	cfg := sessionstorage.ProxyConfig{Registry: p.registry, Kubeconfig: kc}
+	if p.recorder != nil {
+		cfg.Recordings = &p.recordings
+	}
 	if p.credentials != nil {
 		cfg.Backends = p.credentials
 	}

@@ -42,7 +42,8 @@ approves them; their expiry starts then.`,
 	cmd.SetErr(streams.ErrOut)
 	g.flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newOpenCommand(g), newListCommand(g), newDecideCommand(g, true), newDecideCommand(g, false),
-		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g))
+		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g),
+		newRecordingsCommand(g), newHistoryCommand(g), newReplayCommand(g))
 	return cmd
 }
 
