@@ -36,7 +36,7 @@ type Config struct {
 	// while they grow: what a replica that dies may lose.
 	FlushInterval time.Duration
 	// QueueBytes bounds what a stream may have waiting to be decoded and
-	// written; a stream that outruns its recording by more fails it.
+	// written; a stream that outruns its recording by more waits for it.
 	QueueBytes int
 	// Retention is how long recordings are kept; 0 keeps them.
 	Retention time.Duration
@@ -116,6 +116,7 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 	info.Replica = r.cfg.Replica
 	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream),
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+	s.space = sync.NewCond(&s.mu)
 	data, err := json.Marshal(info)
 	if err == nil {
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)

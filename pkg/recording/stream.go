@@ -6,7 +6,6 @@ package recording
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,19 +14,23 @@ import (
 )
 
 // Stream is the recording of one interactive stream. The relay hands it
-// every byte with FromClient and ToClient, which copy and never block;
-// Close finishes it.
+// every byte with FromClient and ToClient, which copy into a bounded
+// queue; when the queue is full they wait for the recording to catch up,
+// so a stream never outruns its recording (a write to the store is bounded
+// by its timeout, after which the recording fails and stops holding the
+// stream). Close finishes it.
 type Stream struct {
 	recorder *Recorder
 	info     StreamInfo
 	prefix   string
 	cast     *castWriter
 
-	mu       sync.Mutex
-	queue    []segment
-	queued   int
-	overflow bool
-	closed   bool
+	mu     sync.Mutex
+	queue  []segment
+	queued int
+	// space is signalled when the queue was taken, or waiting ends.
+	space  *sync.Cond
+	closed bool
 	// failed is why the recording stopped, once it did; onFail is told.
 	failed error
 	onFail func(error)
@@ -73,15 +76,14 @@ func (s *Stream) tap(fromClient bool, b []byte) {
 	at := s.recorder.cfg.Clock.Since(s.info.StartTime)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.failed != nil || s.overflow {
+	for s.queued > 0 && s.queued+len(b) > s.recorder.cfg.QueueBytes && !s.closed && s.failed == nil {
+		s.space.Wait()
+	}
+	if s.closed || s.failed != nil {
 		return
 	}
-	if s.queued+len(b) > s.recorder.cfg.QueueBytes {
-		s.overflow = true
-	} else {
-		s.queue = append(s.queue, segment{at: at, fromClient: fromClient, data: append([]byte(nil), b...)})
-		s.queued += len(b)
-	}
+	s.queue = append(s.queue, segment{at: at, fromClient: fromClient, data: append([]byte(nil), b...)})
+	s.queued += len(b)
 	select {
 	case s.wake <- struct{}{}:
 	default:
@@ -97,6 +99,7 @@ func (s *Stream) Close() {
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
+		s.space.Broadcast()
 	}
 }
 
@@ -113,6 +116,9 @@ func (s *Stream) run() {
 		select {
 		case <-s.wake:
 			s.decodeQueued()
+			if s.cast.buf.Len() >= chunkBytes {
+				s.flush(false)
+			}
 		case <-ticker.C():
 			s.decodeQueued()
 			s.flush(false)
@@ -126,8 +132,9 @@ func (s *Stream) run() {
 
 func (s *Stream) decodeQueued() {
 	s.mu.Lock()
-	queue, overflow := s.queue, s.overflow
+	queue := s.queue
 	s.queue, s.queued = nil, 0
+	s.space.Broadcast()
 	s.mu.Unlock()
 	for _, seg := range queue {
 		if err := s.cast.feed(seg); err != nil {
@@ -135,10 +142,11 @@ func (s *Stream) decodeQueued() {
 			return
 		}
 	}
-	if overflow {
-		s.fail(errors.New("the recording fell behind the stream"))
-	}
 }
+
+// chunkBytes is the size at which a recording is written before its
+// FlushInterval: a fast stream does not pile up in memory.
+const chunkBytes = 4 << 20
 
 // flush writes what was recorded since the last flush as the next chunk,
 // and at the end the manifest.
@@ -181,6 +189,7 @@ func (s *Stream) fail(err error) {
 	}
 	s.failed = err
 	onFail := s.onFail
+	s.space.Broadcast()
 	s.mu.Unlock()
 	failedStreams.Inc()
 	klog.ErrorS(err, "Recording failed", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream,

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/pkg/recording"
 )
@@ -29,8 +31,18 @@ func (g *globals) readRecordings(ctx context.Context, name string, path ...strin
 	if err != nil {
 		return nil, err
 	}
-	return c.ClustergateV1alpha1().RESTClient().Get().Namespace(ns).Resource("sessions").Name(name).
+	body, err := c.ClustergateV1alpha1().RESTClient().Get().Namespace(ns).Resource("sessions").Name(name).
 		SubResource(append([]string{"recordings"}, path...)...).DoRaw(ctx)
+	if err != nil {
+		// The clientset's decoder does not take the Status of a raw
+		// answer: read it here, so that a refusal says why.
+		var status metav1.Status
+		if json.Unmarshal(body, &status) == nil && status.Kind == "Status" && status.Message != "" {
+			return nil, &apierrors.StatusError{ErrStatus: status}
+		}
+		return nil, err
+	}
+	return body, nil
 }
 
 // outputFlag adds -o, which takes json or nothing (a table).
