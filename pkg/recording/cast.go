@@ -60,14 +60,17 @@ func (c *castWriter) feed(seg segment) error {
 
 func (c *castWriter) event(at time.Duration, e event) {
 	if e.kind == kindOutput || e.kind == kindInput {
-		data := append(c.carry[e.kind], e.data...)
-		cut := incompleteSuffix(data)
-		c.carry[e.kind] = append([]byte(nil), data[len(data)-cut:]...)
-		data = data[:len(data)-cut]
-		if len(data) == 0 {
+		if carry := c.carry[e.kind]; len(carry) > 0 {
+			e.data = string(carry) + e.data
+			c.carry[e.kind] = nil
+		}
+		if cut := incompleteSuffix(e.data); cut > 0 {
+			c.carry[e.kind] = []byte(e.data[len(e.data)-cut:])
+			e.data = e.data[:len(e.data)-cut]
+		}
+		if e.data == "" {
 			return
 		}
-		e.data = string(data)
 	}
 	if e.kind == kindResize && !c.headerWritten && c.width == 0 {
 		if w, h, ok := parseSize(e.data); ok {
@@ -78,13 +81,15 @@ func (c *castWriter) event(at time.Duration, e event) {
 	// them; times never go back.
 	t := max(at.Seconds(), c.lastAt)
 	c.lastAt = t
-	data, _ := json.Marshal(e.data)
+	if c.buf.Cap() == 0 {
+		c.buf.Grow(chunkBytes + chunkBytes/4)
+	}
 	c.buf.WriteByte('[')
 	c.buf.WriteString(strconv.FormatFloat(t, 'f', 6, 64))
 	c.buf.WriteString(`, "`)
 	c.buf.WriteString(e.kind)
 	c.buf.WriteString(`", `)
-	c.buf.Write(data)
+	writeJSONString(&c.buf, e.data)
 	c.buf.WriteString("]\n")
 	c.events++
 }
@@ -148,22 +153,70 @@ func (c *castWriter) manifest(end time.Time) Manifest {
 	return m
 }
 
-// incompleteSuffix is how many bytes at the end of b start a UTF-8
+// incompleteSuffix is how many bytes at the end of s start a UTF-8
 // sequence that is not complete yet.
-func incompleteSuffix(b []byte) int {
-	for n := 1; n <= 3 && n <= len(b); n++ {
-		c := b[len(b)-n]
+func incompleteSuffix(s string) int {
+	for n := 1; n <= 3 && n <= len(s); n++ {
+		c := s[len(s)-n]
 		if c < 0x80 {
 			return 0
 		}
 		if utf8.RuneStart(c) {
-			if utf8.FullRune(b[len(b)-n:]) {
+			if utf8.FullRuneInString(s[len(s)-n:]) {
 				return 0
 			}
 			return n
 		}
 	}
 	return 0
+}
+
+// writeJSONString writes s as a JSON string, as encoding/json does
+// (invalid UTF-8 becomes U+FFFD) but without escaping HTML, whose
+// characters a terminal recording is full of, and fast over plain ASCII.
+func writeJSONString(buf *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	buf.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf.WriteString(s[start:i])
+			switch c {
+			case '"', '\\':
+				buf.WriteByte('\\')
+				buf.WriteByte(c)
+			case '\n':
+				buf.WriteString(`\n`)
+			case '\r':
+				buf.WriteString(`\r`)
+			case '\t':
+				buf.WriteString(`\t`)
+			default:
+				buf.WriteString(`\u00`)
+				buf.WriteByte(hex[c>>4])
+				buf.WriteByte(hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf.WriteString(s[start:i])
+			buf.WriteString(`\ufffd`)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf.WriteString(s[start:])
+	buf.WriteByte('"')
 }
 
 // parseSize reads "WxH".

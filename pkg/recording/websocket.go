@@ -50,6 +50,8 @@ type wsDirection struct {
 	inMessage bool
 	channel   int
 	held      []byte
+	// scratch holds unmasked payload, reused.
+	scratch []byte
 }
 
 func (d *wsDirection) feed(b []byte, emit func(event)) error {
@@ -128,11 +130,11 @@ func (d *wsDirection) payload(p []byte, emit func(event)) error {
 	}
 	data := p
 	if d.masked {
-		data = make([]byte, len(p))
-		for i, c := range p {
-			data[i] = c ^ d.mask[d.maskAt]
-			d.maskAt = (d.maskAt + 1) % 4
+		if cap(d.scratch) < len(p) {
+			d.scratch = make([]byte, len(p))
 		}
+		data = d.scratch[:len(p)]
+		d.maskAt = unmask(data, p, d.mask, d.maskAt)
 	}
 	if d.channel < 0 {
 		if len(data) == 0 {
@@ -210,4 +212,22 @@ func payloadSize(h []byte) uint64 {
 	default:
 		return uint64(n)
 	}
+}
+
+// unmask XORs src with the mask, starting at mask byte at, into dst, eight
+// bytes at a time; it returns where in the mask the next byte is.
+func unmask(dst, src []byte, mask [4]byte, at int) int {
+	var key [8]byte
+	for j := range key {
+		key[j] = mask[(at+j)%4]
+	}
+	k := binary.LittleEndian.Uint64(key[:])
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^k)
+	}
+	for ; i < len(src); i++ {
+		dst[i] = src[i] ^ mask[(at+i)%4]
+	}
+	return (at + len(src)) % 4
 }
