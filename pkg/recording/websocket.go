@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"strings"
+
+	"github.com/clustergate/clustergate/pkg/wsframe"
 )
 
 // webSocketDecoder decodes the channel protocols of Kubernetes over
@@ -59,7 +61,7 @@ func (d *wsDirection) feed(b []byte, emit func(event)) error {
 		if d.remaining == 0 {
 			d.header = append(d.header, b[0])
 			b = b[1:]
-			size := headerSize(d.header)
+			size := wsframe.HeaderSize(d.header)
 			if size == 0 || len(d.header) < size {
 				continue
 			}
@@ -91,7 +93,7 @@ func (d *wsDirection) startFrame(emit func(event)) error {
 	opcode := h[0] & 0x0f
 	d.fin = h[0]&0x80 != 0
 	d.masked = h[1]&0x80 != 0
-	d.remaining = payloadSize(h)
+	d.remaining = wsframe.PayloadSize(h)
 	if d.masked {
 		copy(d.mask[:], h[len(h)-4:])
 	}
@@ -181,37 +183,6 @@ func (d *wsDirection) endFrame(emit func(event)) error {
 		emit(e)
 	}
 	return nil
-}
-
-// headerSize is the length of a frame header that starts with h, once h
-// holds enough of it to tell; 0 before.
-func headerSize(h []byte) int {
-	if len(h) < 2 {
-		return 0
-	}
-	size := 2
-	switch h[1] & 0x7f {
-	case 126:
-		size += 2
-	case 127:
-		size += 8
-	}
-	if h[1]&0x80 != 0 {
-		size += 4
-	}
-	return size
-}
-
-// payloadSize is the payload length a complete frame header h announces.
-func payloadSize(h []byte) uint64 {
-	switch n := h[1] & 0x7f; n {
-	case 126:
-		return uint64(binary.BigEndian.Uint16(h[2:4]))
-	case 127:
-		return binary.BigEndian.Uint64(h[2:10])
-	default:
-		return uint64(n)
-	}
 }
 
 // unmask XORs src with the mask, starting at mask byte at, into dst, eight
