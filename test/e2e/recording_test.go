@@ -53,15 +53,27 @@ func TestRecording(t *testing.T) {
 	waitSessionReady(t, client, ns, "recorded-dp")
 	sre := dataPlaneKubeconfig(t, ns, "recorded-dp", "sre")
 
-	typed := map[string]string{
-		"recorded":    "typed through the aggregated proxy\nand a second line\n",
-		"recorded-dp": "typed through the data plane\n",
+	// What is typed into each stream, by session and by the protocol the
+	// target chose: kubectl speaks WebSocket (v5.channel.k8s.io) unless
+	// told to use SPDY (v4.channel.k8s.io).
+	const websocket, spdy = "v5.channel.k8s.io", "v4.channel.k8s.io"
+	typed := map[string]map[string]string{
+		"recorded":    {websocket: "typed through the aggregated proxy\nand a second line\n", spdy: "typed over SPDY\n"},
+		"recorded-dp": {websocket: "typed through the data plane\n"},
 	}
-	for session, kubeconfig := range map[string]string{"recorded": aliceSession, "recorded-dp": sre} {
-		out, err := cp.Kubectl(ctx, kubeconfig, []byte(typed[session]), "-n", "default", "exec", "-i", "recorded", "--", "cat")
-		if err != nil || string(out) != typed[session] {
-			t.Fatalf("%s: exec -i cat: %q %v", session, out, err)
-		}
+	for _, run := range []struct{ session, kubeconfig, protocol string }{
+		{"recorded", aliceSession, websocket}, {"recorded", aliceSession, spdy}, {"recorded-dp", sre, websocket},
+	} {
+		t.Run("exec "+run.session+" "+run.protocol, func(t *testing.T) {
+			if run.protocol == spdy {
+				t.Setenv("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
+			}
+			in := typed[run.session][run.protocol]
+			out, err := cp.Kubectl(ctx, run.kubeconfig, []byte(in), "-n", "default", "exec", "-i", "recorded", "--", "cat")
+			if err != nil || string(out) != in {
+				t.Fatalf("exec -i cat: %q %v", out, err)
+			}
+		})
 	}
 	// A plain request, which only the request log keeps.
 	kubectlAs(t, aliceSession, "get", "namespaces", "kube-system", "-o", "name")
@@ -75,36 +87,55 @@ func TestRecording(t *testing.T) {
 		t.Run(way, func(t *testing.T) {
 			var streams struct{ Items []recording.StreamSummary }
 			// The last chunk and the manifest are written as the stream ends.
-			eventually(t, 10*time.Second, "the recording is finished", func() error {
+			eventually(t, 10*time.Second, "the recordings are finished", func() error {
 				out := mustSession(t, auditor, ns, "", "recordings", session, "-o", "json")
 				if err := json.Unmarshal([]byte(out), &streams); err != nil {
 					return err
 				}
-				if len(streams.Items) != 1 || streams.Items[0].Manifest == nil {
+				if len(streams.Items) != len(typed[session]) {
 					return fmt.Errorf("streams %+v", streams.Items)
+				}
+				for _, s := range streams.Items {
+					if s.Manifest == nil {
+						return fmt.Errorf("stream %s unfinished", s.Stream)
+					}
 				}
 				return nil
 			})
-			s := streams.Items[0]
-			if s.Owner == "" || s.Way != way || s.Pod != "recorded" || strings.Join(s.Command, " ") != "cat" || !s.Stdin || s.Manifest.Failed != "" {
-				t.Errorf("stream %+v", s)
+			list := mustSession(t, auditor, ns, "", "recordings", session)
+			// The request log is written every --recording-flush-interval.
+			last := "/pods/recorded/exec"
+			if session == "recorded" {
+				last = "/api/v1/namespaces/kube-system"
 			}
-			mustSession(t, auditor, ns, s.Stream, "recordings", session)
-			// cat echoes every line: what was typed, then what came back.
-			replay := mustSession(t, auditor, ns, "", "replay", session, s.Stream, "--speed", "0")
-			if want := typed[session] + typed[session]; replay != want && !sameLines(replay, want) {
-				t.Errorf("replay printed %q, want what was typed and its echo %q", replay, want)
+			var history string
+			eventually(t, 10*time.Second, "the request log has the last request", func() error {
+				if history = mustSession(t, auditor, ns, "", "history", session); !strings.Contains(history, last) {
+					return fmt.Errorf("history without %s", last)
+				}
+				return nil
+			})
+			for _, s := range streams.Items {
+				in, ok := typed[session][s.Manifest.Protocol]
+				if !ok || s.Owner == "" || s.Way != way || s.Pod != "recorded" || strings.Join(s.Command, " ") != "cat" || !s.Stdin || s.Manifest.Failed != "" {
+					t.Errorf("stream %+v, manifest %+v", s, s.Manifest)
+					continue
+				}
+				// cat echoes every line: what was typed, then what came back.
+				replay := mustSession(t, auditor, ns, "", "replay", session, s.Stream, "--speed", "0")
+				if want := in + in; replay != want && !sameLines(replay, want) {
+					t.Errorf("%s: replay printed %q, want what was typed and its echo %q", s.Manifest.Protocol, replay, want)
+				}
+				cast := mustSession(t, auditor, ns, "", "replay", session, s.Stream, "-o", "json")
+				if int64(len(cast)) != s.Manifest.Length {
+					t.Errorf("the asciicast has %d bytes, the manifest says %d", len(cast), s.Manifest.Length)
+				}
+				if !strings.Contains(list, s.Stream) || !strings.Contains(history, s.Stream) {
+					t.Errorf("stream %s is not in the list or the history:\n%s\n%s", s.Stream, list, history)
+				}
 			}
-			cast := mustSession(t, auditor, ns, "", "replay", session, s.Stream, "-o", "json")
-			if int64(len(cast)) != s.Manifest.Length {
-				t.Errorf("the asciicast has %d bytes, the manifest says %d", len(cast), s.Manifest.Length)
-			}
-			history := mustSession(t, auditor, ns, s.Stream, "history", session)
 			if !strings.Contains(history, "/api/v1/namespaces/default/pods/recorded/exec") || !strings.Contains(history, " 101 ") {
 				t.Errorf("history:\n%s", history)
-			}
-			if session == "recorded" && !strings.Contains(history, "/api/v1/namespaces/kube-system") {
-				t.Errorf("the plain request is not in the history:\n%s", history)
 			}
 		})
 	}
