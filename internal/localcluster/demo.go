@@ -46,6 +46,8 @@ var demoBindings = []struct{ name, role, user string }{
 	{"alice-targets", "clustergate:target-viewer", "alice"},
 	{"alice-admin-targets", "clustergate:target-admin", "alice"},
 	{"bob-approves", "clustergate:session-approver", "bob"},
+	// bob audits too: he reads what sessions recorded.
+	{"bob-audits", "clustergate:session-auditor", "bob"},
 	// The data plane's user gets viewer on the targets only: it has no
 	// identity in the garden at all.
 	{"sre-targets", "clustergate:target-viewer", DemoSREUser},

@@ -85,6 +85,8 @@ type ExtraConfig struct {
 	// Standalone: there is no core cluster, so no controllers and no
 	// credentials; sessions can be stored but not used.
 	Standalone bool
+	// Recording configures the recording of sessions.
+	Recording RecordingConfig
 }
 
 // Config is the whole configuration of the server.
@@ -173,6 +175,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"sessions/extension":                sessions.Extension,
 		"sessions/proxy":                    sessions.Proxy,
 		"sessions/kubeconfig":               sessions.Kubeconfig,
+		"sessions/recordings":               sessions.Recordings,
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
 		"sessionlocks":                      locks,

@@ -27,6 +27,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	clustergateinformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
 	"github.com/clustergate/clustergate/pkg/proxy"
+	"github.com/clustergate/clustergate/pkg/recording"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 )
 
@@ -36,6 +37,9 @@ import (
 // the object metrics and the controllers.
 type parts struct {
 	registry *proxy.Registry
+	// recorder records sessions (nil when off); recordings reads them back.
+	recorder   *recording.Recorder
+	recordings recording.Reader
 	// credentialInformers and credentials are nil when standalone.
 	credentialInformers informers.SharedInformerFactory
 	credentials         *credentials.Source
@@ -45,6 +49,13 @@ type parts struct {
 func (c CompletedConfig) newParts() (*parts, error) {
 	extra := c.ExtraConfig
 	p := &parts{registry: proxy.NewRegistry(clock.RealClock{}, extra.ProxyLimits)}
+	var err error
+	if p.recorder, p.recordings, err = extra.Recording.newRecording(); err != nil {
+		return nil, err
+	}
+	if p.recorder != nil {
+		p.registry.RecordWith(p.recorder)
+	}
 	if extra.Standalone {
 		return p, nil
 	}
@@ -65,6 +76,9 @@ func (c CompletedConfig) newParts() (*parts, error) {
 // proxyConfig is what sessions/proxy and sessions/kubeconfig need.
 func (p *parts) proxyConfig(kc sessionstorage.KubeconfigConfig) sessionstorage.ProxyConfig {
 	cfg := sessionstorage.ProxyConfig{Registry: p.registry, Kubeconfig: kc}
+	if p.recorder != nil {
+		cfg.Recordings = &p.recordings
+	}
 	if p.credentials != nil {
 		cfg.Backends = p.credentials
 	}
@@ -107,6 +121,9 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		// its own informer, without waiting for the leader.
 		if err := p.registry.EndWithLocks(locks.Informer(), sessions.Informer().GetStore()); err != nil {
 			return err
+		}
+		if p.recorder != nil {
+			go p.recorder.Run(hookCtx)
 		}
 		factory.Start(hookCtx.Done())
 		return nil

@@ -5,7 +5,9 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -20,46 +22,61 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
 // BenchmarkUpgradedStream measures the throughput of an upgraded stream,
-// like exec or port-forward, through the proxy handler and, in the same
-// run, straight to the same TLS backend. Compare the MB/s of the two. The
-// cpu-ns/B metric is the process's CPU time per byte streamed (client and
-// backend included): the difference between the two runs is what the proxy
-// itself spends, from which test/bench/proxy computes MiB/s per core.
+// an exec over WebSocket (v5.channel.k8s.io) whose backend echoes every
+// frame, through the proxy handler, through the proxy handler recording it
+// (--recording=best-effort, local store), and, in the same run, straight to
+// the same TLS backend. Compare the MB/s of the three. The cpu-ns/B metric
+// is the process's CPU time per byte streamed (client and backend
+// included): the difference between two runs is what the proxy, or the
+// recording, itself spends, from which test/bench/proxy computes MiB/s per
+// core.
 func BenchmarkUpgradedStream(b *testing.B) {
 	// The audit records would interleave with the benchmark's lines.
 	klog.SetLogger(logr.Discard())
 	defer klog.ClearLogger()
 	u, tr := echoBackend(b)
-	r := NewRegistry(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
-	// Clients reach the proxy over TLS, as the aggregator reaches clustergate.
-	front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
-	}))
-	defer front.Close()
-	frontTLS := front.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
-	frontTLS.NextProtos = []string{"http/1.1"}
-	frontURL, _ := url.Parse(front.URL)
-
+	local, err := store.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	recorded := NewRegistry(clock.RealClock{}, Limits{})
+	recorded.RecordWith(recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort}))
+	const exec = "/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=true&stdout=true"
 	for _, tt := range []struct {
-		name string
-		dial func() (net.Conn, error)
-		path string
+		name     string
+		registry *Registry
 	}{
-		{"direct", func() (net.Conn, error) { return tls.Dial("tcp", u.Host, tr.TLSClientConfig) }, "/prefix/stream"},
-		{"proxy", func() (net.Conn, error) { return tls.Dial("tcp", frontURL.Host, frontTLS) }, "/proxy/stream"},
+		{"direct", nil},
+		{"proxy", NewRegistry(clock.RealClock{}, Limits{})},
+		{"recorded", recorded},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
-			conn, err := tt.dial()
+			dial, path := func() (net.Conn, error) { return tls.Dial("tcp", u.Host, tr.TLSClientConfig) }, "/prefix"+exec
+			if tt.registry != nil {
+				// Clients reach the proxy over TLS, as the aggregator reaches clustergate.
+				front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					tt.registry.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
+				}))
+				defer front.Close()
+				frontTLS := front.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+				frontTLS.NextProtos = []string{"http/1.1"}
+				frontURL, _ := url.Parse(front.URL)
+				dial, path = func() (net.Conn, error) { return tls.Dial("tcp", frontURL.Host, frontTLS) }, "/proxy"+exec
+			}
+			conn, err := dial()
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer conn.Close()
-			br := upgrade(b, conn, tt.path)
-			chunk := make([]byte, 256<<10)
+			br := upgrade(b, conn, path)
+			chunk := stdoutFrame(256 << 10)
 			b.SetBytes(int64(len(chunk)))
 			b.ResetTimer()
 			cpu := processCPU(b)
@@ -76,6 +93,49 @@ func BenchmarkUpgradedStream(b *testing.B) {
 			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*len(chunk)), "cpu-ns/B")
 		})
 	}
+	// The recordings kept up: none failed.
+	reader := recording.Reader{Store: local}
+	var streams []recording.StreamSummary
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if streams, err = reader.Streams(context.Background(), "sre", "fix"); err != nil {
+			b.Fatal(err)
+		}
+		finished := 0
+		for _, s := range streams {
+			if s.Manifest != nil {
+				finished++
+			}
+		}
+		if len(streams) > 0 && finished == len(streams) {
+			break
+		}
+	}
+	for _, s := range streams {
+		if s.Manifest == nil || s.Manifest.Failed != "" || s.Manifest.Events == 0 {
+			b.Errorf("recording %s: %+v", s.Stream, s.Manifest)
+		}
+	}
+}
+
+// stdoutFrame is one masked WebSocket frame of size bytes whose message
+// is terminal output on channel 1, as the client of an exec sends none but
+// the echo backend returns it.
+func stdoutFrame(size int) []byte {
+	const header = 2 + 8 + 4
+	payload := make([]byte, size-header)
+	payload[0] = 1
+	const text = "abcdefghijklmnopqrstuvwxyz0123456789 \r\n"
+	for i := 1; i < len(payload); i++ {
+		payload[i] = text[i%len(text)]
+	}
+	frame := []byte{0x82, 0x80 | 127}
+	frame = binary.BigEndian.AppendUint64(frame, uint64(len(payload)))
+	mask := []byte{7, 1, 3, 5}
+	frame = append(frame, mask...)
+	for i, c := range payload {
+		frame = append(frame, c^mask[i%4])
+	}
+	return frame
 }
 
 // processCPU is the user and system CPU time of this process so far.
@@ -94,7 +154,7 @@ func echoBackend(tb testing.TB) (*url.URL, *http.Transport) {
 			return
 		}
 		defer conn.Close()
-		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n")
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n")
 		_ = rw.Flush()
 		_, _ = io.Copy(conn, conn)
 	})
@@ -103,7 +163,7 @@ func echoBackend(tb testing.TB) (*url.URL, *http.Transport) {
 // upgrade sends an upgrade request on conn and returns a reader positioned
 // after the 101 answer.
 func upgrade(tb testing.TB, conn net.Conn, path string) *bufio.Reader {
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: backend\r\nConnection: Upgrade\r\nUpgrade: test-stream\r\n\r\n", path)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: backend\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n", path)
 	br := bufio.NewReaderSize(conn, 1<<20)
 	status, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(status, "101") {

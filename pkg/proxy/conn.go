@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/clustergate/clustergate/pkg/recording"
 )
 
 // connWriter counts what is written to the client, knows whether the
@@ -30,6 +32,12 @@ type connWriter struct {
 	// answered is set once the target's status line was passed on;
 	// midLine while the last byte written did not end a line.
 	answered, midLine atomic.Bool
+	// code is the status passed on: by WriteHeader, or read from the
+	// target's answer written to a hijacked connection.
+	code atomic.Int32
+
+	// recording, if set, records the hijacked stream.
+	recording *recording.Stream
 
 	// websocket is set for a WebSocket upgrade, whose end by the session
 	// is announced with a close frame; ended says why the session ended,
@@ -48,11 +56,13 @@ type connWriter struct {
 
 func (c *connWriter) WriteHeader(code int) {
 	c.answered.Store(true)
+	c.code.CompareAndSwap(0, int32(code))
 	c.ResponseWriter.WriteHeader(code)
 }
 
 func (c *connWriter) Write(b []byte) (int, error) {
 	c.answered.Store(true)
+	c.code.CompareAndSwap(0, http.StatusOK)
 	n, err := c.ResponseWriter.Write(b)
 	c.written.Add(int64(n))
 	if n > 0 {
@@ -87,7 +97,10 @@ func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if tc, ok := conn.(*tls.Conn); ok {
 		c.raw = tc.NetConn()
 	}
-	c.conn = &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut}
+	c.conn = &countingConn{Conn: conn, in: &c.hijackedIn, out: &c.hijackedOut, code: &c.code}
+	if c.recording != nil {
+		c.conn = &recordingConn{Conn: c.conn, stream: c.recording}
+	}
 	if c.websocket {
 		c.conn = &websocketConn{Conn: c.conn, raw: c.raw, ended: c.ended}
 	}
@@ -112,10 +125,15 @@ func (c *connWriter) closeHijacked(why error) {
 	_ = c.raw.Close()
 }
 
-// countingConn counts the bytes of a hijacked connection.
+// status is the HTTP status passed on to the client; 0 while none was.
+func (c *connWriter) status() int { return int(c.code.Load()) }
+
+// countingConn counts the bytes of a hijacked connection and reads the
+// status of the answer it carries first.
 type countingConn struct {
 	net.Conn
 	in, out *atomic.Int64
+	code    *atomic.Int32
 }
 
 func (c *countingConn) Read(b []byte) (int, error) {
@@ -125,6 +143,9 @@ func (c *countingConn) Read(b []byte) (int, error) {
 }
 
 func (c *countingConn) Write(b []byte) (int, error) {
+	if c.out.Load() == 0 {
+		c.code.CompareAndSwap(0, int32(upgradeStatus(b)))
+	}
 	n, err := c.Conn.Write(b)
 	c.out.Add(int64(n))
 	return n, err

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/clustergate/clustergate/pkg/recording"
 )
 
 // Target is what a proxied request needs of its session.
@@ -32,6 +35,9 @@ type Target struct {
 	Owner string
 	// Reason is the session's justification, logged with every request.
 	Reason string
+	// TargetName names the session's target in recordings, e.g.
+	// "shoot/local".
+	TargetName string
 	// ExpiresAt ends every connection of the session.
 	ExpiresAt time.Time
 	// IdleAt, the session's idle deadline as read (zero: none), ends them
@@ -77,7 +83,9 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		p, err := r.open(t, path, w, req)
 		if err != nil {
 			refusedRequests.WithLabelValues(reasonLabel(err)).Inc()
-			responder.Error(statusFor(err, t))
+			status := statusFor(err, t)
+			(&proxiedRequest{registry: r, target: t, path: path, start: r.clock.Now()}).logRequest(req, statusOf(status), err.Error())
+			responder.Error(status)
 			return
 		}
 		// Deferred in this order, so that the request is finished (its
@@ -108,6 +116,13 @@ type proxiedRequest struct {
 	longRunning bool
 	body        *countingReader
 	cw          *connWriter
+	// stream records an interactive stream, if this request is one;
+	// recordingFailed is set when its recording failed and ended it.
+	stream          *recording.Stream
+	recordingFailed atomic.Pointer[error]
+
+	// refused is why the request was refused before it was forwarded.
+	refused error
 
 	// disarm stops the reaction to the session's end; returned tells it
 	// that the response writer is the server's again.
@@ -156,6 +171,11 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	stripCallerCredentials(req.Header)
 	if req.Body != nil && req.Body != http.NoBody {
 		req.Body = p.body
+	}
+	if err := p.openRecording(req); err != nil {
+		p.refused = err
+		responder.Error(err)
+		return
 	}
 	p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
 
@@ -209,6 +229,17 @@ func (p *proxiedRequest) finish(req *http.Request) {
 		reason = cause.Error()
 		p.cw.finishWatch(req, cause, t)
 	}
+	if failed := p.recordingFailed.Load(); failed != nil {
+		reason = (*failed).Error()
+	}
+	if p.stream != nil {
+		p.stream.Close()
+	}
+	status := p.cw.status()
+	if p.refused != nil {
+		reason, status = p.refused.Error(), statusOf(p.refused)
+	}
+	p.logRequest(req, status, reason)
 	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "way", t.Way,
 		"verb", req.Method, "path", p.path, "bytesIn", p.body.n.Load()+p.cw.hijackedIn.Load(),
 		"bytesOut", p.cw.written.Load()+p.cw.hijackedOut.Load(),

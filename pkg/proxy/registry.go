@@ -16,6 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/recording"
 )
 
 // Why connections of a session end.
@@ -62,6 +64,9 @@ type Registry struct {
 	uses *lastUse
 	// locks are the SessionLocks, nil until EndWithLocks.
 	locks *locks
+	// recorder records streams and requests (record.go); nil records
+	// nothing.
+	recorder *recording.Recorder
 }
 
 type tracked struct {

@@ -5,12 +5,13 @@ package proxy
 
 import (
 	"bytes"
-	"encoding/binary"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clustergate/clustergate/pkg/wsframe"
 )
 
 // closePolicyViolation is the WebSocket close code sent when a session
@@ -134,8 +135,8 @@ func (f *frameTracker) feed(b []byte) {
 		}
 		f.header = append(f.header, b[0])
 		b = b[1:]
-		if size := headerSize(f.header); size > 0 && len(f.header) == size {
-			f.remaining = payloadSize(f.header)
+		if size := wsframe.HeaderSize(f.header); size > 0 && len(f.header) == size {
+			f.remaining = wsframe.PayloadSize(f.header)
 			f.closing = f.closing || f.header[0]&0x0f == 0x8
 			f.header = f.header[:0]
 		}
@@ -146,34 +147,4 @@ func (f *frameTracker) disable() { f.disabled, f.response = true, nil }
 
 func (f *frameTracker) atBoundary() bool {
 	return !f.disabled && f.inFrames && f.remaining == 0 && len(f.header) == 0
-}
-
-// headerSize is the length of a frame header that starts with h, once h
-// holds enough of it to tell; 0 before.
-func headerSize(h []byte) int {
-	if len(h) < 2 {
-		return 0
-	}
-	size := 2
-	switch h[1] & 0x7f {
-	case 126:
-		size += 2
-	case 127:
-		size += 8
-	}
-	if h[1]&0x80 != 0 {
-		size += 4 // masking key
-	}
-	return size
-}
-
-func payloadSize(h []byte) uint64 {
-	switch n := h[1] & 0x7f; n {
-	case 126:
-		return uint64(binary.BigEndian.Uint16(h[2:4]))
-	case 127:
-		return binary.BigEndian.Uint64(h[2:10])
-	default:
-		return uint64(n)
-	}
 }

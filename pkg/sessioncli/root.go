@@ -2,7 +2,8 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package sessioncli is the kubectl-session plugin: it opens, lists,
-// approves, denies, extends and revokes clustergate Sessions with the
+// approves, denies, extends and revokes clustergate Sessions, and reads
+// back what they recorded (recordings, history, replay), with the
 // caller's kubeconfig and kubectl's global flags (-n, --kubeconfig,
 // --context, ...). Every refusal comes back as the server's Status message.
 package sessioncli
@@ -30,7 +31,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	g := &globals{flags: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
 		Use:   "kubectl session",
-		Short: "Open, list, approve, deny, extend, revoke and lock clustergate break-glass sessions",
+		Short: "Open, list, approve, deny, extend, revoke and lock clustergate break-glass sessions, and read what they recorded",
 		Long: `Sessions are time-limited, owner-bound sessions to a target cluster. Sessions of
 access groups that need approval wait until another user with the verb "approve"
 approves them; their expiry starts then.`,
@@ -42,7 +43,8 @@ approves them; their expiry starts then.`,
 	cmd.SetErr(streams.ErrOut)
 	g.flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newOpenCommand(g), newListCommand(g), newDecideCommand(g, true), newDecideCommand(g, false),
-		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g), newLockCommand(g), newUnlockCommand(g), newLocksCommand(g))
+		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g), newLockCommand(g), newUnlockCommand(g), newLocksCommand(g),
+		newRecordingsCommand(g), newHistoryCommand(g), newReplayCommand(g))
 	return cmd
 }
 

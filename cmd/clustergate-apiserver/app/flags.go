@@ -17,6 +17,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	o.addSessionFlags(&fss)
 	o.addAccessFlags(&fss)
 	o.addControllerFlags(&fss)
+	o.addRecordingFlags(&fss)
 
 	r := o.RecommendedOptions
 	etcd := fss.FlagSet("etcd")

@@ -85,6 +85,7 @@ func NewOptions() *Options {
 	c.Session.CSRPoll, c.Session.RetryAfter = 2*time.Second, 30*time.Second
 	c.Session.Namespace, c.Session.Policy.Port, c.Session.Workers = serverNamespace(), 8444, 10
 	c.LeaderElect, c.LeaseNamespace = true, serverNamespace()
+	o.defaultRecording()
 	return o
 }
 
@@ -102,6 +103,7 @@ func serverNamespace() string {
 func (o *Options) Complete() error {
 	o.Server.SessionPolicy = o.sessionPolicy()
 	o.Server.Controllers.Session.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
+	o.completeRecording()
 	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
 	if err == nil {
 		o.Server.Controllers.Session.Policy.Selector = selector
@@ -202,6 +204,7 @@ func (o *Options) Validate() error {
 	if c.Kubeconfig.Workers < 1 || c.Session.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--kubeconfig-workers and --session-workers must be at least 1"))
 	}
+	errs = append(errs, o.validateRecording()...)
 	return utilerrors.NewAggregate(errs)
 }
 

@@ -31,7 +31,7 @@ func TestHelpPrintsSections(t *testing.T) {
 	}
 	want := []string{
 		"Sessions flags:", "Session lifecycle flags:", "Proxy flags:", "Session kubeconfigs flags:", "Data plane flags:",
-		"Istio flags:", "Gardener flags:", "Controllers flags:",
+		"Istio flags:", "Gardener flags:", "Controllers flags:", "Recording flags:",
 		"Etcd flags:", "Secure serving flags:", "Authentication flags:", "Authorization flags:", "Auditing flags:",
 		"Features flags:", "Core API flags:", "Admission flags:", "Egress selector flags:", "Traces flags:",
 		"Global flags:",

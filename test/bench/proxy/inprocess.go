@@ -14,8 +14,9 @@ import (
 // backend share one process and TLS is on every hop: BenchmarkResponse
 // gives the handler's own added latency, without the generic API server
 // chain around it, and BenchmarkUpgradedStream the throughput of upgraded
-// streams, with the CPU the proxy run spends beyond the direct one turned
-// into the proxy's MiB/s per core.
+// streams (an exec over WebSocket, unrecorded and recorded), with the CPU
+// the proxy run spends beyond the direct one, and the recorded run beyond
+// the unrecorded one, turned into MiB/s per core.
 func inProcess(root string) ([]row, error) {
 	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "BenchmarkResponse|BenchmarkUpgradedStream", "-count", "5", "./pkg/proxy/")
 	cmd.Dir = root
@@ -28,6 +29,7 @@ func inProcess(root string) ([]row, error) {
 		return nil, err
 	}
 	var smallProxy, smallDirect, largeProxy, largeDirect, streamProxy, streamDirect, streamProxyCPU, streamDirectCPU float64
+	var streamRecorded, streamRecordedCPU float64
 	for _, m := range []struct {
 		dst        *float64
 		name, unit string
@@ -36,6 +38,7 @@ func inProcess(root string) ([]row, error) {
 		{&largeProxy, "BenchmarkResponse/1MiB/proxy", "MB/s"}, {&largeDirect, "BenchmarkResponse/1MiB/direct", "MB/s"},
 		{&streamProxy, "BenchmarkUpgradedStream/proxy", "MB/s"}, {&streamDirect, "BenchmarkUpgradedStream/direct", "MB/s"},
 		{&streamProxyCPU, "BenchmarkUpgradedStream/proxy", "cpu-ns/B"}, {&streamDirectCPU, "BenchmarkUpgradedStream/direct", "cpu-ns/B"},
+		{&streamRecorded, "BenchmarkUpgradedStream/recorded", "MB/s"}, {&streamRecordedCPU, "BenchmarkUpgradedStream/recorded", "cpu-ns/B"},
 	} {
 		if *m.dst, err = results.median(m.name, m.unit); err != nil {
 			return nil, fmt.Errorf("%w in: %s", err, out)
@@ -52,5 +55,9 @@ func inProcess(root string) ([]row, error) {
 		{name: "in process: upgraded stream (echo: each byte crosses the proxy twice), MiB/s",
 			cells: [ways]string{alone: fmt.Sprintf("%.0f", streamProxy*1e6/mib), targetDirect: fmt.Sprintf("%.0f", streamDirect*1e6/mib)},
 			ratio: fmt.Sprintf("proxy's own: %.0f MiB/s per core", perCore)},
+		{name: "in process: the same exec stream recorded (--recording=best-effort, local store), MiB/s",
+			cells: [ways]string{alone: fmt.Sprintf("%.0f", streamRecorded*1e6/mib), targetDirect: fmt.Sprintf("%.0f", streamDirect*1e6/mib)},
+			ratio: fmt.Sprintf("%.0f%% of unrecorded; recording's own: %.0f MiB/s per core", 100*streamRecorded/streamProxy,
+				1e9/(streamRecordedCPU-streamProxyCPU)/mib)},
 	}, nil
 }

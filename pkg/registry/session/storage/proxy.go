@@ -126,7 +126,8 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	session.AuditReason(ctx, s)
 	target := proxy.Target{
 		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username, Reason: s.Spec.Reason,
-		ExpiresAt: s.Status.ExpiresAt.Time, ResourceVersion: s.ResourceVersion,
+		TargetName: session.Target(&s.Spec.Target),
+		ExpiresAt:  s.Status.ExpiresAt.Time, ResourceVersion: s.ResourceVersion,
 		Backend: backend.URL, Transport: backend.Transport, Way: way,
 	}
 	if idleAt, ok := v1alpha1.InternalIdleDeadline(s); ok {

@@ -18,6 +18,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/proxy"
+	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/registry/session"
 	"github.com/clustergate/clustergate/pkg/registry/status"
 )
@@ -36,6 +37,8 @@ type SessionStorage struct {
 	Proxy *ProxyREST
 	// Kubeconfig serves sessions/kubeconfig.
 	Kubeconfig *KubeconfigREST
+	// Recordings serves sessions/recordings.
+	Recordings *RecordingsREST
 }
 
 // ProxyConfig configures the proxy and kubeconfig subresources.
@@ -47,6 +50,9 @@ type ProxyConfig struct {
 	Backends Backends
 	// Kubeconfig says what session kubeconfigs point at.
 	Kubeconfig KubeconfigConfig
+	// Recordings reads the sessions' recordings; nil when the server
+	// records nothing.
+	Recordings *recording.Reader
 }
 
 // Config configures the storage of Sessions.
@@ -96,6 +102,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 			what: "extend the session", refuses: extends},
 		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, registry: cfg.Proxy.Registry, clock: clock.RealClock{}},
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
+		Recordings: &RecordingsREST{reader: cfg.Proxy.Recordings},
 	}, nil
 }
 

@@ -1,0 +1,192 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package proxy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/recording/store"
+)
+
+// execPath is an exec on the target that gets recorded.
+const execPath = "/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=true&stdout=true"
+
+// echoExecBackend answers exec over WebSocket v5 and echoes every message.
+func echoExecBackend(t *testing.T) Target {
+	t.Helper()
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			_, _ = io.WriteString(w, `{"kind":"Namespace"}`)
+			return
+		}
+		conn, err := (&websocket.Upgrader{Subprotocols: []string{"v5.channel.k8s.io"}}).Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			kind, msg, err := conn.ReadMessage()
+			if err != nil || conn.WriteMessage(kind, msg) != nil {
+				return
+			}
+		}
+	})
+	return target(u, tr)
+}
+
+// recordingProxy serves the registry with refusals written as Status.
+func recordingProxy(t *testing.T, rec *recording.Recorder, tgt Target) string {
+	t.Helper()
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	r.RecordWith(rec)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{w: w}).ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.Replace(srv.URL, "http://", "ws://", 1)
+}
+
+// failingStore fails every write while fail is set.
+type failingStore struct {
+	store.Store
+	fail atomic.Bool
+}
+
+func (s *failingStore) Put(ctx context.Context, key string, data []byte) error {
+	if s.fail.Load() {
+		return errors.New("the disk is full")
+	}
+	return s.Store.Put(ctx, key, data)
+}
+
+func newFailingStore(t *testing.T, failing bool) *failingStore {
+	t.Helper()
+	local, err := store.NewLocal(t.TempDir())
+	must(t, err)
+	s := &failingStore{Store: local}
+	s.fail.Store(failing)
+	return s
+}
+
+func dialExec(base string) (*websocket.Conn, *http.Response, error) {
+	dialer := websocket.Dialer{Subprotocols: []string{"v5.channel.k8s.io"}}
+	return dialer.Dial(base+"/proxy"+execPath, nil)
+}
+
+// TestRecordingRequired: with --recording=required an exec is refused
+// while the store cannot be written, and closed with a close frame saying
+// why when its recording fails while it runs.
+func TestRecordingRequired(t *testing.T) {
+	tgt := echoExecBackend(t)
+	t.Run("refused when the recording cannot start", func(t *testing.T) {
+		s := newFailingStore(t, true)
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired}), tgt)
+		_, resp, err := dialExec(base)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("dial: %v, response %+v; want 503", err, resp)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(body), "--recording=required") || !strings.Contains(string(body), "the disk is full") {
+			t.Errorf("the refusal says %s", body)
+		}
+	})
+	t.Run("closed when the recording fails", func(t *testing.T) {
+		s := newFailingStore(t, false)
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, FlushInterval: 20 * time.Millisecond}), tgt)
+		conn, _, err := dialExec(base)
+		must(t, err)
+		defer conn.Close()
+		must(t, conn.WriteMessage(websocket.BinaryMessage, []byte("\x00echo")))
+		if _, msg, err := conn.ReadMessage(); err != nil || string(msg) != "\x00echo" {
+			t.Fatalf("echo: %q %v", msg, err)
+		}
+		s.fail.Store(true)
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		for {
+			// Keep the recording busy until its next chunk fails.
+			_ = conn.WriteMessage(websocket.BinaryMessage, []byte("\x00more"))
+			if _, _, err = conn.ReadMessage(); err != nil {
+				break
+			}
+		}
+		var closed *websocket.CloseError
+		if !errors.As(err, &closed) || closed.Code != closePolicyViolation || !strings.Contains(closed.Text, "recording required") {
+			t.Errorf("the stream ended with %v, want a close frame saying the recording failed", err)
+		}
+	})
+	t.Run("best-effort lets it run", func(t *testing.T) {
+		s := newFailingStore(t, true)
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyBestEffort}), tgt)
+		conn, _, err := dialExec(base)
+		must(t, err)
+		defer conn.Close()
+		must(t, conn.WriteMessage(websocket.BinaryMessage, []byte("\x00echo")))
+		if _, msg, err := conn.ReadMessage(); err != nil || string(msg) != "\x00echo" {
+			t.Errorf("echo: %q %v", msg, err)
+		}
+	})
+}
+
+// TestRequestLog: plain requests and streams are logged with their status,
+// the stream with its recording, and no credential.
+func TestRequestLog(t *testing.T) {
+	tgt := echoExecBackend(t)
+	s := newFailingStore(t, false)
+	rec := recording.New(recording.Config{Store: s, Policy: recording.PolicyBestEffort, FlushInterval: time.Hour})
+	base := recordingProxy(t, rec, tgt)
+	httpBase := strings.Replace(base, "ws://", "http://", 1)
+	req, _ := http.NewRequest(http.MethodGet, httpBase+"/proxy/api/v1/namespaces?access_token=secret&limit=5", nil)
+	req.Header.Set("Authorization", "Bearer secret")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	conn, _, err := dialExec(base)
+	must(t, err)
+	must(t, conn.WriteMessage(websocket.BinaryMessage, []byte("\x00typed")))
+	if _, _, err := conn.ReadMessage(); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	reader := recording.Reader{Store: s}
+	var requests []recording.Request
+	deadline := time.Now().Add(5 * time.Second)
+	for len(requests) < 2 && time.Now().Before(deadline) {
+		// Run writes the log when it ends.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		rec.Run(ctx)
+		requests, err = reader.Requests(context.Background(), "sre", "fix")
+		must(t, err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(requests) != 2 {
+		t.Fatalf("request log %+v", requests)
+	}
+	get, exec := requests[0], requests[1]
+	if get.Status != http.StatusOK || get.Path != "/api/v1/namespaces" || strings.Contains(get.Query, "secret") || get.BytesOut == 0 {
+		t.Errorf("GET logged as %+v", get)
+	}
+	if exec.Status != http.StatusSwitchingProtocols || exec.Stream == "" || exec.Upgrade != "websocket" {
+		t.Errorf("exec logged as %+v", exec)
+	}
+	cast, err := reader.Cast(context.Background(), "sre", "fix", exec.Stream)
+	must(t, err)
+	if !strings.Contains(string(cast), `"i", "typed"`) || strings.Contains(string(cast), "secret") {
+		t.Errorf("cast %s", cast)
+	}
+}

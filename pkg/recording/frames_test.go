@@ -1,0 +1,221 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package recording
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"math/rand/v2"
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/moby/spdystream/spdy"
+)
+
+const (
+	wsResponse   = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n"
+	wsB64Resp    = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Protocol: v4.base64.channel.k8s.io\r\n\r\n"
+	spdyResponse = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: SPDY/3.1\r\nConnection: Upgrade\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n"
+)
+
+// wsFrame is one WebSocket frame; masked as a client sends it.
+func wsFrame(opcode byte, fin, masked bool, payload []byte) []byte {
+	b0 := opcode
+	if fin {
+		b0 |= 0x80
+	}
+	frame := []byte{b0}
+	var maskBit byte
+	if masked {
+		maskBit = 0x80
+	}
+	switch n := len(payload); {
+	case n < 126:
+		frame = append(frame, maskBit|byte(n))
+	case n < 1<<16:
+		frame = append(frame, maskBit|126)
+		frame = binary.BigEndian.AppendUint16(frame, uint16(n))
+	default:
+		frame = append(frame, maskBit|127)
+		frame = binary.BigEndian.AppendUint64(frame, uint64(n))
+	}
+	if !masked {
+		return append(frame, payload...)
+	}
+	mask := []byte{1, 2, 3, 4}
+	frame = append(frame, mask...)
+	for i, c := range payload {
+		frame = append(frame, c^mask[i%4])
+	}
+	return frame
+}
+
+func channelMessage(channel byte, data string) []byte { return append([]byte{channel}, data...) }
+
+// spdyFrames writes frames with spdystream's own framer, which compresses
+// headers as kubectl's does.
+func spdyFrames(t *testing.T, frames ...spdy.Frame) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	framer, err := spdy.NewFramer(&buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range frames {
+		if err := framer.WriteFrame(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return buf.Bytes()
+}
+
+func synStream(id spdy.StreamId, streamType string) *spdy.SynStreamFrame {
+	return &spdy.SynStreamFrame{StreamId: id, Headers: http.Header{"Streamtype": {streamType}}}
+}
+
+func data(id spdy.StreamId, s string) *spdy.DataFrame {
+	return &spdy.DataFrame{StreamId: id, Data: []byte(s)}
+}
+
+type piece struct {
+	fromClient bool
+	data       []byte
+}
+
+func decodeAll(pieces []piece) ([]event, error) {
+	var d decoder
+	var events []event
+	var err error
+	for _, p := range pieces {
+		if err = d.feed(p.fromClient, p.data, func(e event) { events = append(events, e) }); err != nil {
+			break
+		}
+	}
+	return events, err
+}
+
+func TestDecoder(t *testing.T) {
+	clientSPDY := spdyFrames(t, synStream(1, "error"), synStream(3, "stdin"), synStream(5, "stdout"), synStream(7, "resize"),
+		data(7, `{"Width":100,"Height":30}`+"\n"), data(3, "ls\r"))
+	serverSPDY := spdyFrames(t, &spdy.SynReplyFrame{StreamId: 1, Headers: http.Header{}}, data(5, "file\r\n"), data(9, "unknown stream"))
+	b64 := func(channel byte, s string) []byte {
+		return []byte(string('0'+channel) + base64.StdEncoding.EncodeToString([]byte(s)))
+	}
+	tests := []struct {
+		name    string
+		pieces  []piece
+		want    []event
+		wantErr bool
+	}{{
+		name: "websocket v5, resize, input, output, stderr, exit",
+		pieces: []piece{
+			{false, []byte(wsResponse)},
+			{false, wsFrame(2, true, false, channelMessage(channelStdout, ""))},
+			{true, wsFrame(2, true, true, channelMessage(channelResize, `{"Width":120,"Height":40}`))},
+			{true, wsFrame(2, true, true, channelMessage(channelStdin, "echo hi\r"))},
+			{false, wsFrame(2, true, false, channelMessage(channelStdout, "hi\r\n"))},
+			{false, wsFrame(2, true, false, channelMessage(channelStderr, "oops\r\n"))},
+			{true, wsFrame(2, true, true, []byte{channelClose, channelStdin})},
+			{false, wsFrame(2, true, false, channelMessage(channelError, `{"metadata":{},"status":"Success"}`))},
+			{false, wsFrame(8, true, false, []byte{0x03, 0xe8})},
+		},
+		want: []event{{"r", "120x40"}, {"i", "echo hi\r"}, {"o", "hi\r\n"}, {"o", "oops\r\n"}, {"m", "exit: Success"}},
+	}, {
+		name: "websocket frames split anywhere, fragmented message, ping between",
+		pieces: func() []piece {
+			stream := append([]byte(wsResponse), wsFrame(2, false, false, channelMessage(channelStdout, "par"))...)
+			stream = append(stream, wsFrame(9, true, false, []byte("ping"))...)
+			stream = append(stream, wsFrame(0, true, false, []byte("ted"))...)
+			stream = append(stream, wsFrame(2, true, false, channelMessage(channelStdout, string(bytes.Repeat([]byte("x"), 300))))...)
+			var pieces []piece
+			for _, c := range stream {
+				pieces = append(pieces, piece{false, []byte{c}})
+			}
+			return pieces
+		}(),
+		want: []event{{"o", "p"}, {"o", "a"}, {"o", "r"}, {"o", "t"}, {"o", "e"}, {"o", "d"}},
+	}, {
+		name: "websocket base64",
+		pieces: []piece{
+			{false, []byte(wsB64Resp)},
+			{true, wsFrame(1, true, true, b64(channelStdin, "id\n"))},
+			{false, wsFrame(1, true, false, b64(channelStdout, "uid=0\n"))},
+		},
+		want: []event{{"i", "id\n"}, {"o", "uid=0\n"}},
+	}, {
+		name:   "spdy, headers compressed across frames",
+		pieces: []piece{{false, []byte(spdyResponse)}, {true, clientSPDY}, {false, serverSPDY}},
+		want:   []event{{"r", "100x30"}, {"i", "ls\r"}, {"o", "file\r\n"}},
+	}, {
+		name:    "not upgraded",
+		pieces:  []piece{{false, []byte("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")}},
+		wantErr: true,
+	}, {
+		name:    "garbled spdy",
+		pieces:  []piece{{false, []byte(spdyResponse)}, {true, []byte{0x80, 3, 0, 1, 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff}}},
+		wantErr: true,
+	}, {
+		name:    "websocket continuation outside a message",
+		pieces:  []piece{{false, []byte(wsResponse)}, {false, wsFrame(0, true, false, []byte("x"))}},
+		wantErr: true,
+	}, {
+		name:    "unknown upgrade",
+		pieces:  []piece{{false, []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n")}},
+		wantErr: true,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			events, err := decodeAll(tt.pieces)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("error = %v, want error: %v", err, tt.wantErr)
+			}
+			if tt.name == "websocket frames split anywhere, fragmented message, ping between" {
+				// Byte by byte, output comes byte by byte; the 300 x's too.
+				events = events[:6]
+			}
+			if diff := cmp.Diff(tt.want, events, cmp.AllowUnexported(event{})); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecoderNeverPanics feeds truncated, garbled and random streams of
+// every protocol: the decoder stops with an error or goes on, never panics.
+func TestDecoderNeverPanics(t *testing.T) {
+	valid := [][]byte{
+		append([]byte(wsResponse), wsFrame(2, true, true, channelMessage(channelResize, `{"Width":1,"Height":2}`))...),
+		append([]byte(wsB64Resp), wsFrame(1, true, false, []byte("1!!notbase64"))...),
+		append([]byte(spdyResponse), spdyFrames(t, synStream(1, "stdout"), data(1, "hello"))...),
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, stream := range valid {
+		for range 2000 {
+			b := append([]byte(nil), stream...)
+			switch rng.IntN(3) {
+			case 0: // truncated
+				b = b[:rng.IntN(len(b)+1)]
+			case 1: // garbled after the response
+				for range 1 + rng.IntN(8) {
+					b[rng.IntN(len(b))] = byte(rng.IntN(256))
+				}
+			case 2: // random bytes after the response
+				end := bytes.Index(b, []byte("\r\n\r\n")) + 4
+				b = b[:end]
+				for range rng.IntN(200) {
+					b = append(b, byte(rng.IntN(256)))
+				}
+			}
+			var pieces []piece
+			for len(b) > 0 {
+				n := 1 + rng.IntN(len(b))
+				pieces = append(pieces, piece{rng.IntN(2) == 0, b[:n]})
+				b = b[n:]
+			}
+			_, _ = decodeAll(pieces)
+		}
+	}
+}

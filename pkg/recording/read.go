@@ -1,0 +1,162 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package recording
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/clustergate/clustergate/pkg/recording/store"
+)
+
+// StreamSummary describes a recorded stream as listed: its info, and its
+// manifest once finished (nil while it runs, or when the replica that
+// recorded it stopped first).
+type StreamSummary struct {
+	StreamInfo `json:",inline"`
+	// Bytes is what is stored of the recording.
+	Bytes    int64     `json:"bytes"`
+	Manifest *Manifest `json:"manifest,omitempty"`
+}
+
+// Reader reads recordings and request logs back.
+type Reader struct {
+	Store store.Store
+}
+
+// ErrNoStream is returned for a stream a session does not have.
+var ErrNoStream = errors.New("no such recorded stream")
+
+// Streams lists the recorded streams of every session named name in
+// namespace, the current one and those deleted within retention, by start.
+func (r Reader) Streams(ctx context.Context, namespace, name string) ([]StreamSummary, error) {
+	objects, err := r.Store.List(ctx, sessionPrefix(namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	byStream := map[string]*StreamSummary{}
+	var order []string
+	for _, o := range objects {
+		dir, object, ok := streamObject(o.Key)
+		if !ok {
+			continue
+		}
+		s := byStream[dir]
+		if s == nil {
+			s = &StreamSummary{}
+			byStream[dir] = s
+			order = append(order, dir)
+		}
+		switch {
+		case object == infoObject:
+			if err := r.readJSON(ctx, o.Key, &s.StreamInfo); err != nil {
+				return nil, err
+			}
+		case object == manifestObject:
+			s.Manifest = &Manifest{}
+			if err := r.readJSON(ctx, o.Key, s.Manifest); err != nil {
+				return nil, err
+			}
+		case strings.HasPrefix(object, "cast-"):
+			s.Bytes += o.Size
+		}
+	}
+	summaries := make([]StreamSummary, 0, len(order))
+	for _, dir := range order {
+		if s := byStream[dir]; s.Stream != "" {
+			summaries = append(summaries, *s)
+		}
+	}
+	sort.SliceStable(summaries, func(i, j int) bool { return summaries[i].StartTime.Before(summaries[j].StartTime) })
+	return summaries, nil
+}
+
+// streamObject splits a key <ns>/<name>/<uid>/streams/<id>/<object>.
+func streamObject(key string) (dir, object string, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 6 || parts[3] != streamsDir {
+		return "", "", false
+	}
+	return strings.Join(parts[:5], "/"), parts[5], true
+}
+
+func (r Reader) readJSON(ctx context.Context, key string, into any) error {
+	data, err := r.Store.Get(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, into); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	return nil
+}
+
+// Cast returns the asciicast file of a stream of a session named name:
+// its chunks, in order.
+func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byte, error) {
+	if store.CheckKey(stream) != nil || strings.Contains(stream, "/") {
+		return nil, ErrNoStream
+	}
+	objects, err := r.Store.List(ctx, sessionPrefix(namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	var cast bytes.Buffer
+	found := false
+	for _, o := range objects {
+		dir, object, ok := streamObject(o.Key)
+		if !ok || !strings.HasSuffix(dir, "/"+stream) {
+			continue
+		}
+		found = true
+		if !strings.HasPrefix(object, "cast-") {
+			continue
+		}
+		data, err := r.Store.Get(ctx, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		cast.Write(data)
+	}
+	if !found {
+		return nil, ErrNoStream
+	}
+	return cast.Bytes(), nil
+}
+
+// Requests returns the request log of every session named name in
+// namespace, from every replica, by time.
+func (r Reader) Requests(ctx context.Context, namespace, name string) ([]Request, error) {
+	objects, err := r.Store.List(ctx, sessionPrefix(namespace, name))
+	if err != nil {
+		return nil, err
+	}
+	var requests []Request
+	for _, o := range objects {
+		parts := strings.Split(o.Key, "/")
+		if len(parts) != 5 || parts[3] != requestsDir {
+			continue
+		}
+		data, err := r.Store.Get(ctx, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		scanner := bufio.NewScanner(bytes.NewReader(data))
+		scanner.Buffer(nil, 1<<20)
+		for scanner.Scan() {
+			var req Request
+			if json.Unmarshal(scanner.Bytes(), &req) == nil {
+				requests = append(requests, req)
+			}
+		}
+	}
+	sort.SliceStable(requests, func(i, j int) bool { return requests[i].Time.Before(requests[j].Time) })
+	return requests, nil
+}

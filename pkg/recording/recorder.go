@@ -1,0 +1,143 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package recording
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/recording/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultFlushInterval = 2 * time.Second
+	DefaultQueueBytes    = 8 << 20
+	// writeTimeout bounds one write to the store.
+	writeTimeout = 10 * time.Second
+)
+
+// Config configures a Recorder.
+type Config struct {
+	Store  store.Store
+	Policy Policy
+	// Replica names this server replica in recordings and request logs.
+	Replica string
+	// FlushInterval is how often recordings and request logs are written
+	// while they grow: what a replica that dies may lose.
+	FlushInterval time.Duration
+	// QueueBytes bounds what a stream may have waiting to be decoded and
+	// written; a stream that outruns its recording by more waits for it.
+	QueueBytes int
+	// Retention is how long recordings are kept; 0 keeps them.
+	Retention time.Duration
+	Clock     clock.WithTicker
+}
+
+// Recorder records the streams and requests of sessions on this replica.
+type Recorder struct {
+	cfg  Config
+	boot string
+
+	mu       sync.Mutex
+	requests map[string]*requestBuffer
+	seq      int
+}
+
+// New returns a recorder; nil when the policy is off.
+func New(cfg Config) *Recorder {
+	if cfg.Policy == PolicyOff || cfg.Policy == "" || cfg.Store == nil {
+		return nil
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	if cfg.QueueBytes <= 0 {
+		cfg.QueueBytes = DefaultQueueBytes
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Recorder{cfg: cfg, boot: fmt.Sprintf("%d", cfg.Clock.Now().UnixNano()), requests: map[string]*requestBuffer{}}
+}
+
+// Required says whether streams must not run unrecorded.
+func (r *Recorder) Required() bool { return r.cfg.Policy == PolicyRequired }
+
+// Replica is the name of this replica in recordings.
+func (r *Recorder) Replica() string { return r.cfg.Replica }
+
+// Run writes request logs every FlushInterval and deletes recordings past
+// retention every hour (and once at start) until ctx ends; then it writes
+// what is left.
+func (r *Recorder) Run(ctx context.Context) {
+	flush := r.cfg.Clock.NewTicker(r.cfg.FlushInterval)
+	defer flush.Stop()
+	sweep := r.cfg.Clock.NewTicker(sweepInterval)
+	defer sweep.Stop()
+	r.sweep(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			r.flushRequests(context.Background())
+			return
+		case <-flush.C():
+			r.flushRequests(ctx)
+		case <-sweep.C():
+			r.sweep(ctx)
+		}
+	}
+}
+
+// newStreamID names a stream by its start and a random suffix, so that
+// the streams of a session sort by start.
+func newStreamID(start time.Time) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+// OpenStream starts the recording of an interactive stream. It writes the
+// stream's info first: when that fails, a required recording returns the
+// error (the stream must be refused) and a best-effort one returns a
+// stream that records nothing.
+func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, error) {
+	info.StartTime = r.cfg.Clock.Now()
+	info.Stream = newStreamID(info.StartTime)
+	info.Replica = r.cfg.Replica
+	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream),
+		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+	s.space = sync.NewCond(&s.mu)
+	data, err := json.Marshal(info)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		err = r.cfg.Store.Put(wctx, s.prefix+infoObject, data)
+		cancel()
+	}
+	if err != nil {
+		writeFailures.Inc()
+		if r.Required() {
+			refusedStreams.Inc()
+			return nil, fmt.Errorf("the recording cannot be written: %w", err)
+		}
+		klog.ErrorS(err, "Recording not started; the stream runs unrecorded (best-effort)", "session", klog.KRef(info.Namespace, info.Name), "stream", info.Stream)
+		failedStreams.Inc()
+		s.failed = err
+		close(s.done)
+		return s, nil
+	}
+	recordedStreams.Inc()
+	writtenBytes.Add(float64(len(data)))
+	s.cast = newCastWriter(info)
+	go s.run()
+	return s, nil
+}

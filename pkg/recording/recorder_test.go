@@ -1,0 +1,178 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package recording
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/clustergate/clustergate/pkg/recording/store"
+)
+
+var testSession = Session{Namespace: "sre", Name: "fix", UID: "uid-1", Owner: "alice", Target: "shoot/local", Reason: "INC-1"}
+
+func newTestRecorder(t *testing.T, s store.Store, policy Policy) *Recorder {
+	t.Helper()
+	return New(Config{Store: s, Policy: policy, Replica: "r1", FlushInterval: time.Hour, Clock: clocktesting.NewFakeClock(time.Unix(1700000000, 0))})
+}
+
+func TestRecordAndReadBack(t *testing.T) {
+	ctx := context.Background()
+	local, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newTestRecorder(t, local, PolicyBestEffort)
+	s, err := r.OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec", Pod: "p", Command: []string{"sh"}, TTY: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ToClient([]byte(wsResponse))
+	s.FromClient(wsFrame(2, true, true, channelMessage(channelResize, `{"Width":100,"Height":20}`)))
+	s.FromClient(wsFrame(2, true, true, channelMessage(channelStdin, "echo h\xc3")))
+	s.FromClient(wsFrame(2, true, true, channelMessage(channelStdin, "\xa9\r")))
+	s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "hé\r\n")))
+	s.Close()
+	s.Wait()
+	r.LogRequest(testSession, Request{Method: "GET", Path: "/api/v1/pods", Query: "watch=1&access_token=secret", Status: 200})
+	r.LogRequest(testSession, Request{Method: "POST", Path: "/api/v1/namespaces/x/pods/p/exec", Stream: s.ID(), Status: 101})
+	r.flushRequests(ctx)
+
+	reader := Reader{Store: local}
+	streams, err := reader.Streams(ctx, "sre", "fix")
+	if err != nil || len(streams) != 1 {
+		t.Fatalf("streams: %v, %v", streams, err)
+	}
+	cast, err := reader.Cast(ctx, "sre", "fix", s.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := streams[0].Manifest
+	sum := sha256.Sum256(cast)
+	if m == nil || m.Length != int64(len(cast)) || m.SHA256 != hex.EncodeToString(sum[:]) || m.Failed != "" || m.Protocol != "v5.channel.k8s.io" {
+		t.Errorf("manifest %+v does not describe the cast of %d bytes", m, len(cast))
+	}
+	scanner := bufio.NewScanner(bytes.NewReader(cast))
+	scanner.Scan()
+	var header struct {
+		Version, Width, Height int
+		Clustergate            StreamInfo
+	}
+	if err := json.Unmarshal(scanner.Bytes(), &header); err != nil {
+		t.Fatal(err)
+	}
+	if header.Version != 2 || header.Width != 100 || header.Height != 20 || header.Clustergate.Owner != "alice" || header.Clustergate.Pod != "p" {
+		t.Errorf("header %+v", header)
+	}
+	var got []string
+	for scanner.Scan() {
+		var e []any
+		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, e[1].(string)+" "+e[2].(string))
+	}
+	if diff := cmp.Diff([]string{"r 100x20", "i echo h", "i é\r", "o hé\r\n"}, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	requests, err := reader.Requests(ctx, "sre", "fix")
+	if err != nil || len(requests) != 2 {
+		t.Fatalf("requests: %v, %v", requests, err)
+	}
+	if strings.Contains(requests[0].Query, "secret") || requests[1].Stream != s.ID() || requests[0].Replica != "r1" {
+		t.Errorf("request log %+v", requests)
+	}
+	if _, err := reader.Cast(ctx, "sre", "fix", "../../x"); !errors.Is(err, ErrNoStream) {
+		t.Errorf("a key outside the session: %v", err)
+	}
+}
+
+// failingStore fails every write.
+type failingStore struct{ store.Store }
+
+func (failingStore) Put(context.Context, string, []byte) error { return errors.New("disk full") }
+
+func TestPolicyWhenTheStoreFails(t *testing.T) {
+	ctx := context.Background()
+	local, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTestRecorder(t, failingStore{local}, PolicyRequired).OpenStream(ctx, StreamInfo{Session: testSession}); err == nil {
+		t.Error("required: a stream opened although the store cannot be written")
+	}
+	s, err := newTestRecorder(t, failingStore{local}, PolicyBestEffort).OpenStream(ctx, StreamInfo{Session: testSession})
+	if err != nil || s.Recording() {
+		t.Errorf("best-effort: %v, recording %v", err, s != nil && s.Recording())
+	}
+	if New(Config{Store: local, Policy: PolicyOff}) != nil {
+		t.Error("off: a recorder")
+	}
+
+	// Required and failing mid-way: the relay is told.
+	switching := &switchStore{Store: local}
+	r := newTestRecorder(t, switching, PolicyRequired)
+	s, err = r.OpenStream(ctx, StreamInfo{Session: testSession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := make(chan error, 1)
+	s.OnFailure(func(err error) { told <- err })
+	switching.fail = true
+	s.ToClient([]byte(wsResponse))
+	s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "x")))
+	s.Close()
+	s.Wait()
+	select {
+	case err := <-told:
+		if !strings.Contains(err.Error(), "recording required") {
+			t.Errorf("told %v", err)
+		}
+	default:
+		t.Error("the relay was not told that the recording failed")
+	}
+}
+
+type switchStore struct {
+	store.Store
+	fail bool
+}
+
+func (s *switchStore) Put(ctx context.Context, key string, data []byte) error {
+	if s.fail {
+		return errors.New("unreachable")
+	}
+	return s.Store.Put(ctx, key, data)
+}
+
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	local, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now().Add(48 * time.Hour))
+	r := New(Config{Store: local, Policy: PolicyBestEffort, Retention: 24 * time.Hour, Clock: clk})
+	for _, key := range []string{"sre/old/u1/requests/a.jsonl", "sre/old/u1/streams/s/info.json"} {
+		if err := local.Put(ctx, key, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.sweep(ctx)
+	objects, err := local.List(ctx, "")
+	if err != nil || len(objects) != 0 {
+		t.Errorf("left after sweep: %v, %v", objects, err)
+	}
+}

@@ -1,0 +1,200 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package recording
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Stream is the recording of one interactive stream. The relay hands it
+// every byte with FromClient and ToClient, which copy into a bounded
+// queue; when the queue is full they wait for the recording to catch up,
+// so a stream never outruns its recording (a write to the store is bounded
+// by its timeout, after which the recording fails and stops holding the
+// stream). Close finishes it.
+type Stream struct {
+	recorder *Recorder
+	info     StreamInfo
+	prefix   string
+	cast     *castWriter
+
+	mu     sync.Mutex
+	queue  []segment
+	queued int
+	// space is signalled when the queue was taken, or waiting ends.
+	space  *sync.Cond
+	closed bool
+	// failed is why the recording stopped, once it did; onFail is told.
+	failed error
+	onFail func(error)
+
+	wake, closing, done chan struct{}
+}
+
+// segment is what one read or write of the relay carried.
+type segment struct {
+	at         time.Duration
+	fromClient bool
+	data       []byte
+}
+
+// ID identifies the stream within its session.
+func (s *Stream) ID() string { return s.info.Stream }
+
+// Recording says whether the stream is being recorded.
+func (s *Stream) Recording() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed == nil
+}
+
+// OnFailure sets what to do when the recording fails while the stream
+// runs; under PolicyRequired it is told, under best-effort never.
+func (s *Stream) OnFailure(f func(error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onFail = f
+}
+
+// FromClient records bytes the client sent to the target.
+func (s *Stream) FromClient(b []byte) { s.tap(true, b) }
+
+// ToClient records bytes the target sent to the client.
+func (s *Stream) ToClient(b []byte) { s.tap(false, b) }
+
+func (s *Stream) tap(fromClient bool, b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	at := s.recorder.cfg.Clock.Since(s.info.StartTime)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.queued > 0 && s.queued+len(b) > s.recorder.cfg.QueueBytes && !s.closed && s.failed == nil {
+		s.space.Wait()
+	}
+	if s.closed || s.failed != nil {
+		return
+	}
+	s.queue = append(s.queue, segment{at: at, fromClient: fromClient, data: append([]byte(nil), b...)})
+	s.queued += len(b)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close finishes the recording: what is queued is decoded and written and
+// the manifest follows, from the recording's own goroutine. Wait waits
+// for that.
+func (s *Stream) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+		s.space.Broadcast()
+	}
+}
+
+// Wait returns once the recording is finished.
+func (s *Stream) Wait() { <-s.done }
+
+// run decodes what the relay queued and writes it every FlushInterval,
+// until Close.
+func (s *Stream) run() {
+	defer close(s.done)
+	ticker := s.recorder.cfg.Clock.NewTicker(s.recorder.cfg.FlushInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-s.wake:
+			s.decodeQueued()
+			if s.cast.buf.Len() >= chunkBytes {
+				s.flush(false)
+			}
+		case <-ticker.C():
+			s.decodeQueued()
+			s.flush(false)
+		case <-s.closing:
+			s.decodeQueued()
+			s.flush(true)
+			return
+		}
+	}
+}
+
+func (s *Stream) decodeQueued() {
+	s.mu.Lock()
+	queue := s.queue
+	s.queue, s.queued = nil, 0
+	s.space.Broadcast()
+	s.mu.Unlock()
+	for _, seg := range queue {
+		if err := s.cast.feed(seg); err != nil {
+			s.fail(fmt.Errorf("the stream could not be decoded: %w", err))
+			return
+		}
+	}
+}
+
+// chunkBytes is the size at which a recording is written before its
+// FlushInterval: a fast stream does not pile up in memory.
+const chunkBytes = 4 << 20
+
+// flush writes what was recorded since the last flush as the next chunk,
+// and at the end the manifest.
+func (s *Stream) flush(final bool) {
+	r := s.recorder
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if chunk := s.cast.pending(final); len(chunk) > 0 {
+		if err := r.cfg.Store.Put(ctx, chunkKey(s.prefix, s.cast.chunks+1), chunk); err != nil {
+			writeFailures.Inc()
+			s.fail(fmt.Errorf("a chunk could not be written: %w", err))
+		} else {
+			s.cast.written(chunk)
+			writtenBytes.Add(float64(len(chunk)))
+		}
+	}
+	if !final {
+		return
+	}
+	m := s.cast.manifest(r.cfg.Clock.Now())
+	s.mu.Lock()
+	if s.failed != nil && m.Failed == "" {
+		m.Failed = s.failed.Error()
+	}
+	s.mu.Unlock()
+	data, _ := json.Marshal(m)
+	if err := r.cfg.Store.Put(ctx, s.prefix+manifestObject, data); err != nil {
+		writeFailures.Inc()
+		klog.ErrorS(err, "Recording manifest not written", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream)
+	}
+}
+
+// fail records why the recording stopped, once, and tells the relay under
+// PolicyRequired; under best-effort decoding stops but written chunks stay.
+func (s *Stream) fail(err error) {
+	s.mu.Lock()
+	if s.failed != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.failed = err
+	onFail := s.onFail
+	s.space.Broadcast()
+	s.mu.Unlock()
+	failedStreams.Inc()
+	klog.ErrorS(err, "Recording failed", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream,
+		"policy", s.recorder.cfg.Policy)
+	if s.recorder.Required() && onFail != nil {
+		onFail(fmt.Errorf("recording required: %w", err))
+	}
+}

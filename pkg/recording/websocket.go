@@ -1,0 +1,204 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package recording
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"strings"
+
+	"github.com/clustergate/clustergate/pkg/wsframe"
+)
+
+// webSocketDecoder decodes the channel protocols of Kubernetes over
+// WebSocket (channel.k8s.io, v4 and v5, and their base64 forms): each
+// message starts with its channel, a byte (a digit in base64 forms).
+type webSocketDecoder struct {
+	base64     bool
+	fromClient wsDirection
+	toClient   wsDirection
+}
+
+func newWebSocketDecoder(subprotocol string) *webSocketDecoder {
+	b64 := strings.Contains(subprotocol, "base64")
+	return &webSocketDecoder{base64: b64, fromClient: wsDirection{base64: b64}, toClient: wsDirection{base64: b64}}
+}
+
+func (w *webSocketDecoder) feed(fromClient bool, b []byte, emit func(event)) error {
+	if fromClient {
+		return w.fromClient.feed(b, emit)
+	}
+	return w.toClient.feed(b, emit)
+}
+
+// wsDirection follows the frames of one direction.
+type wsDirection struct {
+	base64 bool
+	header []byte
+	// remaining payload bytes of the current frame, its mask and where in
+	// the mask the next byte is.
+	remaining uint64
+	masked    bool
+	mask      [4]byte
+	maskAt    int
+	// control is set while in a control frame, whose payload is skipped;
+	// fin is the current frame's FIN bit.
+	control, fin bool
+	// inMessage is set between a data frame that starts a message and the
+	// end of its last frame; channel is the message's (-1 before its first
+	// byte), held collects what is decoded whole.
+	inMessage bool
+	channel   int
+	held      []byte
+	// scratch holds unmasked payload, reused.
+	scratch []byte
+}
+
+func (d *wsDirection) feed(b []byte, emit func(event)) error {
+	for len(b) > 0 {
+		if d.remaining == 0 {
+			d.header = append(d.header, b[0])
+			b = b[1:]
+			size := wsframe.HeaderSize(d.header)
+			if size == 0 || len(d.header) < size {
+				continue
+			}
+			if err := d.startFrame(emit); err != nil {
+				return err
+			}
+			continue
+		}
+		n := min(uint64(len(b)), d.remaining)
+		payload := b[:n]
+		b = b[n:]
+		d.remaining -= n
+		if err := d.payload(payload, emit); err != nil {
+			return err
+		}
+		if d.remaining == 0 {
+			if err := d.endFrame(emit); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// startFrame reads a complete frame header.
+func (d *wsDirection) startFrame(emit func(event)) error {
+	h := d.header
+	d.header = d.header[:0]
+	opcode := h[0] & 0x0f
+	d.fin = h[0]&0x80 != 0
+	d.masked = h[1]&0x80 != 0
+	d.remaining = wsframe.PayloadSize(h)
+	if d.masked {
+		copy(d.mask[:], h[len(h)-4:])
+	}
+	d.maskAt = 0
+	d.control = opcode >= 8
+	switch {
+	case d.control:
+		if !d.fin || d.remaining > 125 {
+			return errors.New("websocket: malformed control frame")
+		}
+	case opcode == 0:
+		if !d.inMessage {
+			return errors.New("websocket: continuation frame outside a message")
+		}
+	case opcode == 1 || opcode == 2:
+		if d.inMessage {
+			return errors.New("websocket: new message inside a message")
+		}
+		d.inMessage, d.channel, d.held = true, -1, d.held[:0]
+	default:
+		return errors.New("websocket: unknown opcode")
+	}
+	if d.remaining > 1<<40 {
+		return errors.New("websocket: frame too long")
+	}
+	if d.remaining == 0 {
+		return d.endFrame(emit)
+	}
+	return nil
+}
+
+// payload handles payload bytes of the current frame.
+func (d *wsDirection) payload(p []byte, emit func(event)) error {
+	if d.control {
+		return nil
+	}
+	data := p
+	if d.masked {
+		if cap(d.scratch) < len(p) {
+			d.scratch = make([]byte, len(p))
+		}
+		data = d.scratch[:len(p)]
+		d.maskAt = unmask(data, p, d.mask, d.maskAt)
+	}
+	if d.channel < 0 {
+		if len(data) == 0 {
+			return nil
+		}
+		d.channel = int(data[0])
+		if d.base64 {
+			d.channel = int(data[0]) - '0'
+		}
+		data = data[1:]
+	}
+	if d.base64 || d.channel == channelResize || d.channel == channelError {
+		if len(d.held)+len(data) > maxMessage {
+			return errors.New("websocket: message too long to record")
+		}
+		d.held = append(d.held, data...)
+		return nil
+	}
+	if e, ok := channelEvent(d.channel, data); ok {
+		emit(e)
+	}
+	return nil
+}
+
+// endFrame ends the current frame, and with its last frame a message.
+func (d *wsDirection) endFrame(emit func(event)) error {
+	if d.control || !d.fin {
+		return nil
+	}
+	d.inMessage = false
+	held := d.held
+	d.held = d.held[:0]
+	if len(held) == 0 && !d.base64 {
+		return nil
+	}
+	if d.base64 {
+		decoded, err := base64.StdEncoding.DecodeString(string(held))
+		if err != nil {
+			return errors.New("websocket: a base64 message does not decode")
+		}
+		held = decoded
+	}
+	if e, ok := channelEvent(d.channel, held); ok {
+		emit(e)
+	}
+	return nil
+}
+
+// unmask XORs src with the mask, starting at mask byte at, into dst, eight
+// bytes at a time; it returns where in the mask the next byte is.
+func unmask(dst, src []byte, mask [4]byte, at int) int {
+	var key [8]byte
+	for j := range key {
+		key[j] = mask[(at+j)%4]
+	}
+	k := binary.LittleEndian.Uint64(key[:])
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], binary.LittleEndian.Uint64(src[i:])^k)
+	}
+	for ; i < len(src); i++ {
+		dst[i] = src[i] ^ mask[(at+i)%4]
+	}
+	return (at + len(src)) % 4
+}

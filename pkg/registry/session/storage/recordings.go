@@ -1,0 +1,125 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/recording"
+)
+
+// RecordingsREST serves sessions/recordings, read-only: the recorded
+// streams of a session and its request log. It reads the recording store,
+// not the Session, so that recordings stay readable after the session is
+// gone, for as long as the store keeps them. Under one name it serves
+// every session that had that name:
+//
+//	GET .../sessions/NAME/recordings                  the streams (JSON)
+//	GET .../sessions/NAME/recordings/requests         the request log (JSON)
+//	GET .../sessions/NAME/recordings/streams/STREAM   one stream (asciicast v2)
+type RecordingsREST struct {
+	// reader is nil when the server records nothing.
+	reader *recording.Reader
+}
+
+var (
+	_ rest.Connecter = &RecordingsREST{}
+	_ rest.Storage   = &RecordingsREST{}
+)
+
+// Kinds of what sessions/recordings answers with.
+const (
+	RecordingListKind = "SessionRecordingList"
+	RequestLogKind    = "SessionRequestLog"
+	// CastContentType is asciicast v2's media type.
+	CastContentType = "application/x-asciicast"
+)
+
+// New returns the options of a request, the path below the subresource.
+func (r *RecordingsREST) New() runtime.Object { return &clustergate.SessionProxyOptions{} }
+
+// Destroy does nothing: the store is the server's.
+func (r *RecordingsREST) Destroy() {}
+
+// ConnectMethods returns GET: recordings are never changed through the API.
+func (r *RecordingsREST) ConnectMethods() []string { return []string{"GET"} }
+
+// NewConnectOptions says that the path below the subresource picks what is
+// read.
+func (r *RecordingsREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &clustergate.SessionProxyOptions{}, true, "path"
+}
+
+// Connect returns the handler that reads what the path names.
+func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.Object, _ rest.Responder) (http.Handler, error) {
+	options, ok := opts.(*clustergate.SessionProxyOptions)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options %T", opts))
+	}
+	namespace, ok := genericapirequest.NamespaceFrom(ctx)
+	if !ok || namespace == "" {
+		return nil, apierrors.NewBadRequest("sessions/recordings needs a namespace")
+	}
+	if r.reader == nil {
+		return nil, apierrors.NewServiceUnavailable("this server records nothing (--recording=off)")
+	}
+	path := strings.Trim(options.Path, "/")
+	notFound := apierrors.NewNotFound(clustergate.Resource("sessions/recordings"), name+"/"+path)
+	var body any
+	var err error
+	switch parts := strings.Split(path, "/"); {
+	case path == "":
+		var items []recording.StreamSummary
+		items, err = r.reader.Streams(ctx, namespace, name)
+		body = list(RecordingListKind, items)
+	case path == "requests":
+		var items []recording.Request
+		items, err = r.reader.Requests(ctx, namespace, name)
+		body = list(RequestLogKind, items)
+	case len(parts) == 2 && parts[0] == "streams":
+		cast, err := r.reader.Cast(ctx, namespace, name, parts[1])
+		if errors.Is(err, recording.ErrNoStream) {
+			return nil, notFound
+		}
+		if err != nil {
+			return nil, apierrors.NewInternalError(fmt.Errorf("reading the recording: %w", err))
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", CastContentType)
+			_, _ = w.Write(cast)
+		}), nil
+	default:
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the recordings: %w", err))
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(data)
+	}), nil
+}
+
+// list wraps items as a list of kind, in the API's group and version.
+func list[T any](kind string, items []T) map[string]any {
+	if items == nil {
+		items = []T{}
+	}
+	return map[string]any{"kind": kind, "apiVersion": clustergate.GroupName + "/v1alpha1", "items": items}
+}

@@ -1,0 +1,228 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package sessioncli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/clustergate/clustergate/pkg/recording"
+)
+
+// readRecordings reads what sessions/NAME/recordings/PATH... answers.
+func (g *globals) readRecordings(ctx context.Context, name string, path ...string) ([]byte, error) {
+	ns, err := g.namespace()
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.client()
+	if err != nil {
+		return nil, err
+	}
+	body, err := c.ClustergateV1alpha1().RESTClient().Get().Namespace(ns).Resource("sessions").Name(name).
+		SubResource(append([]string{"recordings"}, path...)...).DoRaw(ctx)
+	if err != nil {
+		// The clientset's decoder does not take the Status of a raw
+		// answer: read it here, so that a refusal says why.
+		var status metav1.Status
+		if json.Unmarshal(body, &status) == nil && status.Kind == "Status" && status.Message != "" {
+			return nil, &apierrors.StatusError{ErrStatus: status}
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+// outputFlag adds -o, which takes json or nothing (a table).
+func outputFlag(cmd *cobra.Command, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", "", "json, or empty for a table.")
+}
+
+func checkOutput(output string) error {
+	if output != "" && output != "json" {
+		return fmt.Errorf("unknown output format %q: json or none", output)
+	}
+	return nil
+}
+
+func newRecordingsCommand(g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "recordings NAME [-o json]",
+		Short: "List the recorded exec and attach streams of a session, also of one deleted (needs get on sessions/recordings)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			data, err := g.readRecordings(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				_, err := g.streams.Out.Write(data)
+				return err
+			}
+			var list struct{ Items []recording.StreamSummary }
+			if err := json.Unmarshal(data, &list); err != nil {
+				return err
+			}
+			return printStreams(g.streams.Out, list.Items)
+		},
+	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+func printStreams(out io.Writer, streams []recording.StreamSummary) error {
+	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "STREAM\tKIND\tPOD\tCONTAINER\tCOMMAND\tWAY\tSTARTED\tDURATION\tBYTES\tSTATE")
+	for _, s := range streams {
+		duration, state := "-", "recording or cut off"
+		if m := s.Manifest; m != nil {
+			duration, state = m.EndTime.Sub(s.StartTime).Round(time.Second).String(), "complete sha256:"+m.SHA256[:12]
+			if m.Failed != "" {
+				state = "incomplete: " + m.Failed
+			}
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Stream, s.Subresource, s.PodNamespace, s.Pod, orNone(s.Container),
+			orNone(strings.Join(s.Command, " ")), s.Way, s.StartTime.UTC().Format(time.RFC3339), duration, s.Bytes, state)
+	}
+	return w.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newHistoryCommand(g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "history NAME [-o json]",
+		Short: "Show the request log of a session, every request through it from either way in (needs get on sessions/recordings)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			data, err := g.readRecordings(cmd.Context(), args[0], "requests")
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				_, err := g.streams.Out.Write(data)
+				return err
+			}
+			var log struct{ Items []recording.Request }
+			if err := json.Unmarshal(data, &log); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(g.streams.Out, 0, 8, 2, ' ', 0)
+			fmt.Fprintln(w, "TIME\tWAY\tMETHOD\tPATH\tSTATUS\tIN\tOUT\tDURATION\tSTREAM")
+			for _, r := range log.Items {
+				path := r.Path
+				if r.Query != "" {
+					path += "?" + r.Query
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339), r.Way, r.Method, path, r.Status,
+					r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream))
+			}
+			return w.Flush()
+		},
+	}
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+func newReplayCommand(g *globals) *cobra.Command {
+	var output string
+	var speed float64
+	cmd := &cobra.Command{
+		Use:   "replay NAME STREAM [--speed N] [-o json]",
+		Short: "Play a recorded stream in the terminal with its recorded timing (-o json: the asciicast v2 file, for asciinema)",
+		Long: `Plays what the stream's target wrote, with the recorded pauses divided by --speed
+(0: no pauses). What the user typed is played too for streams without a terminal
+(kubectl exec -i), where nothing echoes it; with a terminal (-t) the echo shows it.
+Standard error is played as output, as a terminal shows it; how the command ended
+goes to standard error.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			if speed < 0 {
+				return fmt.Errorf("--speed may not be negative")
+			}
+			data, err := g.readRecordings(cmd.Context(), args[0], "streams", args[1])
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				_, err := g.streams.Out.Write(data)
+				return err
+			}
+			return replay(cmd.Context(), data, speed, g.streams.Out, g.streams.ErrOut)
+		},
+	}
+	cmd.Flags().Float64Var(&speed, "speed", 1, "How many times faster than recorded; 0 plays without pauses.")
+	outputFlag(cmd, &output)
+	return cmd
+}
+
+// replay plays an asciicast v2 recording.
+func replay(ctx context.Context, cast []byte, speed float64, out, errOut io.Writer) error {
+	scanner := bufio.NewScanner(bytes.NewReader(cast))
+	scanner.Buffer(nil, 16<<20)
+	if !scanner.Scan() {
+		return fmt.Errorf("the recording is empty")
+	}
+	var header struct {
+		Version     int
+		Clustergate recording.StreamInfo
+	}
+	if err := json.Unmarshal(scanner.Bytes(), &header); err != nil || header.Version != 2 {
+		return fmt.Errorf("not an asciicast v2 recording")
+	}
+	last := 0.0
+	for scanner.Scan() {
+		var e []any
+		if json.Unmarshal(scanner.Bytes(), &e) != nil || len(e) != 3 {
+			continue
+		}
+		at, _ := e[0].(float64)
+		kind, _ := e[1].(string)
+		data, _ := e[2].(string)
+		if speed > 0 && at > last {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration((at - last) / speed * float64(time.Second))):
+			}
+		}
+		last = at
+		switch {
+		case kind == "o", kind == "i" && !header.Clustergate.TTY:
+			if _, err := io.WriteString(out, data); err != nil {
+				return err
+			}
+		case kind == "m":
+			fmt.Fprintf(errOut, "[%s]\n", data)
+		}
+	}
+	return scanner.Err()
+}
