@@ -5,13 +5,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
+
+	utilexec "k8s.io/utils/exec"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -276,7 +280,14 @@ func (pr *provider) RunInContainer(ctx context.Context, namespace, podName, cont
 		<-ctx.Done()
 		_ = command.Process.Kill()
 	}()
-	return command.Wait()
+	err = command.Wait()
+	var exited *exec.ExitError
+	if errors.As(err, &exited) && exited.Exited() {
+		// The node API reports the exit code (kubectl exec exits with it)
+		// only for this type.
+		return utilexec.CodeExitError{Err: err, Code: exited.ExitCode()}
+	}
+	return err
 }
 
 // AttachToContainer is not supported: a container's output goes to its log.
