@@ -85,14 +85,15 @@ func TestInstall(t *testing.T) {
 	}
 	k := &kube{t: t, ctx: ctx, cp: cp}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() && !k.dumped {
 			k.dump()
 		}
 	})
 
 	install.Gardener, install.ExternalURL = true, cp.GardenURL
-	// Short enough for a session that expires during the test.
-	install.ServerArgs = []string{"--session-min-ttl=10s"}
+	// Short enough for a session that expires during the test, and room
+	// for the faults' bursts of sessions of one owner.
+	install.ServerArgs = []string{"--session-min-ttl=10s", "--session-max-per-owner=0"}
 	if err := cp.InstallHA(ctx, install); err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +126,11 @@ spec:
 		forceRotation(t, k, "install", "stored", "kubeconfig-local").Round(100*time.Millisecond))
 	waitExpiry()
 
+	faults := time.Now()
+	etcdMemberLoss(t, k)
+	leaderLoss(t, k, "install")
+	rolloutUnderLoad(t, k, "install")
+	t.Logf("faults took %s", time.Since(faults).Round(time.Second))
 
 	// A snapshot now, from the CronJob's template: etcdctl in the etcd
 	// image, through the client Service, with the client certificate.
@@ -133,6 +139,10 @@ spec:
 	k.run("-n", ns, "wait", "--for=condition=Complete", "job/snapshot-now", "--timeout=120s")
 	t.Logf("snapshot job complete in %s", time.Since(start).Round(100*time.Millisecond))
 
+	// What a failure left, while the garden still answers.
+	if t.Failed() {
+		k.dump()
+	}
 	cp.Stop()
 	if left := localcluster.NetworkLinks(prefix); len(left) > 0 {
 		t.Errorf("the node left %v", left)

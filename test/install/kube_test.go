@@ -19,6 +19,8 @@ type kube struct {
 	t   *testing.T
 	ctx context.Context
 	cp  *localcluster.ControlPlane
+	// dumped says dump ran: once is enough.
+	dumped bool
 }
 
 // run runs kubectl with args and returns its output.
@@ -85,6 +87,7 @@ func (k *kube) gardenerRequests() int {
 // dump logs what a failed install left: the objects, events and each
 // pod's logs, so that a failure in CI says why without a rerun.
 func (k *kube) dump() {
+	k.dumped = true
 	k.t.Logf("component logs in %s", k.cp.LogDir())
 	k.t.Logf("objects:\n%s", k.try("-n", "clustergate-system", "get", "pods,pvc,certificates,certificaterequests,statefulsets,deployments,endpointslices,jobs", "-o", "wide"))
 	k.t.Logf("apiservice:\n%s", k.try("get", "apiservice", "v1alpha1.clustergate.dev", "-o", "yaml"))

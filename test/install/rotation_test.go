@@ -38,7 +38,9 @@ func forceRotation(t *testing.T, k *kube, namespace, name, secret string) time.D
 	// A second request would come right after the first; give it the time.
 	time.Sleep(2 * time.Second)
 	if n := k.gardenerRequests() - before; n != 1 {
-		t.Errorf("the forced rotation of %s made %d kubeconfig requests to Gardener, want 1", name, n)
+		t.Errorf("the forced rotation of %s made %d kubeconfig requests to Gardener, want 1; its events:\n%s", name, n,
+			k.try("-n", namespace, "get", "events", "--field-selector=involvedObject.name="+name,
+				"-o", "custom-columns=LAST:.lastTimestamp,REASON:.reason,COUNT:.count,FROM:.source.host,INSTANCE:.reportingInstance,MESSAGE:.message"))
 	}
 	if state := k.run("-n", namespace, "get", "gck", name, "-o", "jsonpath={.status.state}"); state != "Ready" {
 		t.Errorf("%s is %s after the forced rotation", name, state)
