@@ -131,6 +131,7 @@ spec:
 	leaderLoss(t, k, "install")
 	rolloutUnderLoad(t, k, "install")
 	t.Logf("faults took %s", time.Since(faults).Round(time.Second))
+	replaceEtcdMember(t, k)
 
 	// A snapshot now, from the CronJob's template: etcdctl in the etcd
 	// image, through the client Service, with the client certificate.
