@@ -219,6 +219,33 @@ func TestKubeconfigLifecycle(t *testing.T) {
 		})
 	})
 
+	t.Run("server restarted: an intact Secret is not written again", func(t *testing.T) {
+		before, err := cp.GardenerKubeconfigRequests(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.StopComponent("clustergate"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.StartComponent(ctx, "clustergate"); err != nil {
+			t.Fatal(err)
+		}
+		// The restarted controller finds an intact Secret: the forced
+		// rotation is its only request to Gardener, no repair before it.
+		kubectl(t, "-n", ns, "annotate", "gck", "c-local", v1alpha1.AnnotationForceRotation+"=true")
+		waitCondition(t, client, ns, "c-local", v1alpha1.KubeconfigReasonForced, time.Minute)
+		// A second request would come right after the first.
+		time.Sleep(2 * time.Second)
+		after, err := cp.GardenerKubeconfigRequests(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after-before != 1 {
+			t.Errorf("the forced rotation after a restart made %d kubeconfig requests to Gardener, want 1; reason of the Secret %q",
+				after-before, getSecret(t, kube, ns, "kubeconfig-c-local").Annotations[v1alpha1.AnnotationReason])
+		}
+	})
+
 	t.Run("server restarted: nothing lost", func(t *testing.T) {
 		if err := cp.StopComponent("clustergate"); err != nil {
 			t.Fatal(err)
