@@ -6,6 +6,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,7 +21,17 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	if cp.ports, err = allocatePorts(); err != nil {
 		return err
 	}
-	if cp.certs, err = issueCertificates(cp.pki); err != nil {
+	var shootIPs []net.IP
+	if cp.opts.Installed {
+		// The installed server's pods reach the shoot on the process
+		// node's gateway (forwardShoot).
+		gw, err := cp.processNodeGateway()
+		if err != nil {
+			return err
+		}
+		shootIPs = append(shootIPs, net.ParseIP(gw))
+	}
+	if cp.certs, err = issueCertificates(cp.pki, shootIPs...); err != nil {
 		return err
 	}
 	c := cp.certs

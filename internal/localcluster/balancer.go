@@ -25,9 +25,9 @@ type balancer struct {
 	conns    map[net.Conn]struct{}
 }
 
-// newBalancer listens on a free port of 127.0.0.1.
-func newBalancer() (*balancer, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// newBalancer listens on address, host:port.
+func newBalancer(address string) (*balancer, error) {
+	ln, err := net.Listen("tcp", address)
 	if err != nil {
 		return nil, err
 	}

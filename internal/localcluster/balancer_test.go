@@ -44,7 +44,7 @@ func through(t *testing.T, b *balancer) string {
 }
 
 func TestBalancer(t *testing.T) {
-	b, err := newBalancer()
+	b, err := newBalancer("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,11 @@
 
 package localcluster
 
+import (
+	"crypto/x509"
+	"net"
+)
+
 // certificates are every CA and certificate of a local control plane,
 // issued afresh into its pki directory at each start. Their file names are
 // part of the directory's contract: WriteUserKubeconfig reads the garden
@@ -35,8 +40,10 @@ type certificates struct {
 	gardenerServing, clustergateServing KeyPair
 }
 
-// issueCertificates creates every CA and certificate in dir.
-func issueCertificates(dir string) (*certificates, error) {
+// issueCertificates creates every CA and certificate in dir. The shoot
+// kube-apiserver's serving certificate also names shootIPs: the addresses
+// other than 127.0.0.1 it is reached at.
+func issueCertificates(dir string, shootIPs ...net.IP) (*certificates, error) {
 	var err error
 	// Each helper does nothing once a step has failed, so that the list
 	// below reads as what is issued, and the first error is returned.
@@ -78,7 +85,10 @@ func issueCertificates(dir string) (*certificates, error) {
 	c.serviceAccount = newCA("service-account", false)
 
 	c.shootCA = newCA("shoot-ca", false)
-	c.shootServing = serving(c.shootCA, "shoot-apiserver", inCluster...)
+	if err == nil {
+		c.shootServing, err = c.shootCA.Issue(dir, "shoot-apiserver", "shoot-apiserver", nil, append([]string{"localhost"}, inCluster...),
+			append([]net.IP{net.IPv4(127, 0, 0, 1)}, shootIPs...), x509.ExtKeyUsageServerAuth)
+	}
 	// Gardener signs admin and viewer certificates with the shoot's client
 	// CA, and needs its key as RSA in PKCS#1.
 	c.shootClientCA = newCA("shoot-client-ca", true)

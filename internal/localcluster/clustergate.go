@@ -72,7 +72,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if cp.opts.SharedEtcd {
 		// Replicas may join: the Service reaches them through a balancer,
 		// as it would through kube-proxy.
-		if cp.balancer, err = newBalancer(); err != nil {
+		if cp.balancer, err = newBalancer("127.0.0.1:0"); err != nil {
 			return err
 		}
 		cp.balancer.add(fmt.Sprintf("127.0.0.1:%d", cp.ports.clustergate))

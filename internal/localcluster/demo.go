@@ -60,6 +60,8 @@ var demoBindings = []struct{ name, role, user string }{
 // data-plane name, and the kubeconfigs of both sessions in the control
 // plane's directory. It returns once both sessions and the example
 // GardenerClusterKubeconfig are Ready, as the guide's first commands show.
+// The installed way (Options.Installed) has no data plane: there Demo
+// leaves the data-plane session out, as Guide does its commands.
 func (cp *ControlPlane) Demo(ctx context.Context) error {
 	admin := func(args ...string) error {
 		_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, append([]string{"-n", DemoNamespace}, args...)...)
@@ -90,17 +92,20 @@ func (cp *ControlPlane) Demo(ctx context.Context) error {
 		}
 		cp.opts.Logf("%s", strings.TrimSpace(string(out)))
 	}
-	// The data plane's example: a session the admin assigned to DemoSRE's
-	// data-plane name, which has no RBAC on the garden. Its kubeconfig, from
-	// sessions/kubeconfig, points at the data plane and fetches the token
-	// with the exec plugin: no credential in the file.
-	forSRE := fmt.Sprintf(`{"apiVersion":"clustergate.dev/v1alpha1","kind":"Session","metadata":{"name":"for-sre","namespace":%q},
-"spec":{"ttl":"1h","owner":{"username":%q},"accessLevel":{"group":"viewer"},"target":{"shoot":{"name":%q}}}}`, DemoNamespace, DemoSREUser, Shoot)
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, []byte(forSRE), "apply", "-f", "-"); err != nil {
-		return err
+	ready := []string{"session/look-around"}
+	if !cp.opts.Installed {
+		// The data plane's example: a session the admin assigned to
+		// DemoSRE's data-plane name, which has no RBAC on the garden. Its
+		// kubeconfig, from sessions/kubeconfig, points at the data plane
+		// and fetches the token with the exec plugin: no credential in the
+		// file. The installed way has no data plane (GuideValues).
+		if err := cp.forSRE(ctx); err != nil {
+			return err
+		}
+		ready = append(ready, "session/for-sre")
 	}
-	for _, ready := range []string{"session/look-around", "session/for-sre"} {
-		if err := admin("wait", "--for=condition=Ready", "--timeout=60s", ready); err != nil {
+	for _, r := range ready {
+		if err := admin("wait", "--for=condition=Ready", "--timeout=60s", r); err != nil {
 			return err
 		}
 	}
@@ -112,9 +117,20 @@ func (cp *ControlPlane) Demo(ctx context.Context) error {
 	if err := cp.SessionKubeconfig(ctx, alice, DemoNamespace, "look-around", filepath.Join(cp.opts.Dir, lookAroundKubeconfig)); err != nil {
 		return err
 	}
+	if cp.opts.Installed {
+		return nil
+	}
 	forSREConfig, err := cp.sessionKubeconfig(ctx, cp.AdminKubeconfig, DemoNamespace, "for-sre")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(cp.opts.Dir, forSREKubeconfig), forSREConfig, 0o600)
+}
+
+// forSRE creates the data plane's example session.
+func (cp *ControlPlane) forSRE(ctx context.Context) error {
+	forSRE := fmt.Sprintf(`{"apiVersion":"clustergate.dev/v1alpha1","kind":"Session","metadata":{"name":"for-sre","namespace":%q},
+"spec":{"ttl":"1h","owner":{"username":%q},"accessLevel":{"group":"viewer"},"target":{"shoot":{"name":%q}}}}`, DemoNamespace, DemoSREUser, Shoot)
+	_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, []byte(forSRE), "apply", "-f", "-")
+	return err
 }

@@ -4,11 +4,15 @@
 package localcluster
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // gardenerGroupVersions are the API group versions gardener-apiserver serves.
@@ -65,7 +69,14 @@ func (cp *ControlPlane) startGardener(ctx context.Context) error {
 	if err := cp.retry(ctx, func() error { return cp.applyFixture(ctx, cp.AdminKubeconfig, "gardener.yaml") }); err != nil {
 		return err
 	}
-	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, cp.ShootURL)
+	shootURL := cp.ShootURL
+	if cp.opts.Installed {
+		var err error
+		if shootURL, err = cp.forwardShoot(); err != nil {
+			return err
+		}
+	}
+	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, shootURL)
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "patch", "shoot", Shoot,
 		"--subresource=status", "--type=merge", "-p", status); err != nil {
 		return err
@@ -76,9 +87,59 @@ func (cp *ControlPlane) startGardener(ctx context.Context) error {
 	return err
 }
 
+// forwardShoot relays the shoot kube-apiserver's port on the process
+// node's gateway, which the installed server's pods reach (127.0.0.1 is
+// their own), and returns the shoot's URL there: Gardener's kubeconfigs
+// name it, so sessions of the Shoot reach it from the pods, and so does the
+// host. Stop closes it.
+func (cp *ControlPlane) forwardShoot() (string, error) {
+	gw, err := cp.processNodeGateway()
+	if err != nil {
+		return "", err
+	}
+	address := net.JoinHostPort(gw, strconv.Itoa(cp.ports.shoot))
+	if cp.shootForward, err = newBalancer(address); err != nil {
+		return "", err
+	}
+	cp.shootForward.add(strings.TrimPrefix(cp.ShootURL, "https://"))
+	return "https://" + address, nil
+}
+
 // GardenerMetrics returns gardener-apiserver's /metrics, read directly as
 // the garden admin.
 func (cp *ControlPlane) GardenerMetrics(ctx context.Context) ([]byte, error) {
-	return cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "--server", fmt.Sprintf("https://127.0.0.1:%d", cp.ports.gardener),
-		"--certificate-authority", cp.certs.aggregatedCA.CertFile, "get", "--raw", "/metrics")
+	host := "127.0.0.1"
+	if cp.values.GardenerAddress != "" {
+		// The installed way: on the process node's gateway, whose address
+		// its certificate does not name; the Service's name it does.
+		host = cp.values.GardenerAddress
+	}
+	return cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "--server", fmt.Sprintf("https://%s:%d", host, cp.ports.gardener),
+		"--certificate-authority", cp.certs.aggregatedCA.CertFile, "--tls-server-name", "gardener-apiserver.kube-system.svc",
+		"get", "--raw", "/metrics")
+}
+
+// GardenerKubeconfigRequests counts the shoots/adminkubeconfig requests
+// gardener-apiserver has served: one per kubeconfig clustergate fetched.
+func (cp *ControlPlane) GardenerKubeconfigRequests(ctx context.Context) (int, error) {
+	metrics, err := cp.GardenerMetrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	sc := bufio.NewScanner(bytes.NewReader(metrics))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `subresource="adminkubeconfig"`) &&
+			strings.Contains(line, `verb="POST"`) {
+			fields := strings.Fields(line)
+			v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+			if err != nil {
+				return 0, fmt.Errorf("metric line %q: %w", line, err)
+			}
+			total += int(v)
+		}
+	}
+	return total, sc.Err()
 }

@@ -55,6 +55,10 @@ type GuideValues struct {
 	// Dir is the control plane's directory as the user names it, relative
 	// to the checkout's root: _output/local for `make run`.
 	Dir string
+	// NoDataPlane leaves the data plane's example out: the installed way
+	// (INSTALLED=1 make run) applies the HA layout without the data-plane
+	// component, which needs Istio.
+	NoDataPlane bool
 }
 
 // READMEGuideValues are `make run`'s values, with which README.md shows the
@@ -68,7 +72,7 @@ func (cp *ControlPlane) GuideValues() GuideValues {
 	if err != nil || strings.HasPrefix(dir, "..") {
 		dir = cp.opts.Dir
 	}
-	return GuideValues{Dir: filepath.ToSlash(dir)}
+	return GuideValues{Dir: filepath.ToSlash(dir), NoDataPlane: cp.opts.Installed}
 }
 
 // Guide is what to type next on a control plane that runs with
@@ -81,15 +85,20 @@ func Guide(v GuideValues) []Step {
 	// The plugin's lines name the kubeconfigs by variable: they are long
 	// enough without.
 	asAlice := ` --kubeconfig "$ALICE" -n ` + DemoNamespace
-	return []Step{
+	sessions := Step{Command: "kubectl -n demo get sess,gck -o wide", Comment: "alice's look-around and for-sre, Ready; gck local, Ready",
+		Promise: Promise{Says: []string{"look-around", "alice", "for-sre", DemoSREUser, "Ready"}}}
+	if v.NoDataPlane {
+		sessions = Step{Command: sessions.Command, Comment: "alice's look-around, Ready; gck local, Ready",
+			Promise: Promise{Says: []string{"look-around", "alice", "Ready"}}}
+	}
+	steps := []Step{
 		{Section: "The garden, as system:masters; clustergate is registered there through its APIService:",
 			Command: "export KUBECONFIG=" + v.Dir + "/admin.kubeconfig", Comment: "the admin's kubeconfig"},
 		{Command: "kubectl api-resources --api-group=clustergate.dev", Comment: "sessions (sess), gardenerclusterkubeconfigs (gck)",
 			Promise: Promise{Says: []string{"sessions", "sess", "gardenerclusterkubeconfigs", "gck"}}},
 		{Command: "kubectl get clustergate -A", Comment: "both kinds, in every namespace",
 			Promise: Promise{Says: []string{"session.clustergate.dev/look-around", "gardenerclusterkubeconfig.clustergate.dev/local"}}},
-		{Command: "kubectl -n demo get sess,gck -o wide", Comment: "alice's look-around and for-sre, Ready; gck local, Ready",
-			Promise: Promise{Says: []string{"look-around", "alice", "for-sre", DemoSREUser, "Ready"}}},
+		sessions,
 		{Command: "kubectl explain session.spec", Comment: "from clustergate's OpenAPI",
 			Promise: Promise{Says: []string{"ttl", "accessLevel", "target"}}},
 
@@ -107,20 +116,24 @@ demo/look-around, whose kubeconfig make run completed with alice's certificate:`
 			Promise: Promise{Says: []string{"look-around"}}},
 		{Command: "kubectl --kubeconfig " + carol + " -n demo get sessions", Comment: "carol, bound to nothing: 403 Forbidden",
 			Promise: Promise{Refused: true, Says: []string{"(Forbidden)", `User "carol" cannot list`}}},
-
-		{Section: `The data plane, whose JWTs the garden's service-account issuer signs. The session
+	}
+	if !v.NoDataPlane {
+		steps = append(steps, []Step{
+			{Section: `The data plane, whose JWTs the garden's service-account issuer signs. The session
 demo/for-sre belongs to ` + DemoSREUser + `, the data plane's name of
 the service account demo/sre, which has no RBAC on the garden. Its kubeconfig
 carries no credential, only an exec plugin that fetches the account's token:`,
-			Command: "kubectl --kubeconfig " + v.Dir + "/" + forSREKubeconfig + " get ns", Comment: "the shoot, through the data plane",
-			Promise: Promise{Says: []string{"kube-system"}}},
-		{Command: "TOKEN=$(kubectl -n demo create token sre --audience " + DataPlaneAudience + ")", Comment: "or by hand"},
-		{Command: "SERVER=$(kubectl --kubeconfig " + v.Dir + "/" + forSREKubeconfig + " config view -o jsonpath='{.clusters[0].cluster.server}')",
-			Comment: "the session on the data plane"},
-		{Command: "curl -sS --cacert " + v.Dir + "/pki/" + aggregatedCAName + ".crt -H \"Authorization: Bearer $TOKEN\" \"$SERVER/api/v1/namespaces/kube-system\"",
-			Comment: "the shoot's namespace, as JSON",
-			Promise: Promise{Says: []string{`"kind": "Namespace"`, `"name": "kube-system"`}}},
-
+				Command: "kubectl --kubeconfig " + v.Dir + "/" + forSREKubeconfig + " get ns", Comment: "the shoot, through the data plane",
+				Promise: Promise{Says: []string{"kube-system"}}},
+			{Command: "TOKEN=$(kubectl -n demo create token sre --audience " + DataPlaneAudience + ")", Comment: "or by hand"},
+			{Command: "SERVER=$(kubectl --kubeconfig " + v.Dir + "/" + forSREKubeconfig + " config view -o jsonpath='{.clusters[0].cluster.server}')",
+				Comment: "the session on the data plane"},
+			{Command: "curl -sS --cacert " + v.Dir + "/pki/" + aggregatedCAName + ".crt -H \"Authorization: Bearer $TOKEN\" \"$SERVER/api/v1/namespaces/kube-system\"",
+				Comment: "the shoot's namespace, as JSON",
+				Promise: Promise{Says: []string{`"kind": "Namespace"`, `"name": "kube-system"`}}},
+		}...)
+	}
+	return append(steps, []Step{
 		{Section: "Admin sessions wait for approval (--session-approval-groups=admin); with the plugin:",
 			Command: "export PATH=$PWD/_output/bin:$PATH", Comment: "kubectl finds kubectl-session here"},
 		{Command: "ALICE=" + alice + " BOB=" + bob, Comment: "their kubeconfigs"},
@@ -140,7 +153,7 @@ carries no credential, only an exec plugin that fetches the account's token:`,
 			Promise: Promise{Says: []string{"extension by 10m0s waits for approval"}}},
 		{Command: "kubectl session revoke fix" + asAlice, Comment: "ends it, and every connection through it",
 			Promise: Promise{Says: []string{"session fix revoked"}}},
-	}
+	}...)
 }
 
 // RenderGuide is the guide as `make run` prints it and README.md shows it:

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/clustergate/clustergate/internal/images"
 )
 
 // The installed way (Options.Installed): clustergate runs as the pods of
@@ -73,16 +75,26 @@ type InstallOptions struct {
 	// which artifacts/gardener/role.yaml (applied by Start) lets read the
 	// project's Shoots and request their kubeconfigs.
 	Gardener bool
+	// ExternalURL is the URL users reach the garden with: as
+	// docs/operations.md ("Before applying") says, --external-url (with
+	// the garden's CA, which every pod has with its ServiceAccount token,
+	// as --external-ca-file) makes sessions/<name>/kubeconfig answer.
+	ExternalURL string
+	// ServerArgs are further server flags of docs/operations.md ("Flags")
+	// that the overlay appends to the Deployment's arguments.
+	ServerArgs []string
 }
 
-// gardenerPatch adds --gardener-kubeconfig (a Secret the overlay
-// generates) and --gardener-project to the server.
-const gardenerPatch = `secretGenerator:
+// gardenerSecret generates the Secret that gardenerPatch mounts.
+const gardenerSecret = `secretGenerator:
 - name: gardener-kubeconfig
   namespace: clustergate-system
   files: [kubeconfig=gardener.kubeconfig]
-patches:
-- target: {kind: Deployment, name: clustergate}
+`
+
+// gardenerPatch is a patches: entry that adds --gardener-kubeconfig (the
+// Secret of gardenerSecret) and --gardener-project to the server.
+const gardenerPatch = `- target: {kind: Deployment, name: clustergate}
   patch: |-
     - op: add
       path: /spec/template/spec/containers/0/args/-
@@ -97,6 +109,17 @@ patches:
       path: /spec/template/spec/volumes/-
       value: {name: gardener-kubeconfig, secret: {secretName: gardener-kubeconfig}}
 `
+
+// serverArgsPatch is a patches: entry that appends args to the server's
+// arguments.
+func serverArgsPatch(args []string) string {
+	var b strings.Builder
+	b.WriteString("- target: {kind: Deployment, name: clustergate}\n  patch: |-\n")
+	for _, a := range args {
+		fmt.Fprintf(&b, "    - op: add\n      path: /spec/template/spec/containers/0/args/-\n      value: %q\n", a)
+	}
+	return b.String()
+}
 
 // gardenerKubeconfig reaches the garden, where gardener-apiserver is
 // aggregated, with the pod's own ServiceAccount token and CA.
@@ -138,11 +161,24 @@ resources:
 components:
 - ../../../artifacts/components/cert-manager
 ` + InstalledImages(o.ServerRef, o.ServerDigest, o.EtcdRef)
+	var patches []string
+	args := o.ServerArgs
+	if o.ExternalURL != "" {
+		args = append([]string{"--external-url=" + o.ExternalURL,
+			"--external-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"}, args...)
+	}
+	if len(args) > 0 {
+		patches = append(patches, serverArgsPatch(args))
+	}
 	if o.Gardener {
-		kustomization += gardenerPatch
+		kustomization += gardenerSecret
+		patches = append(patches, gardenerPatch)
 		if err := os.WriteFile(filepath.Join(overlay, "gardener.kubeconfig"), []byte(gardenerKubeconfig), 0o600); err != nil {
 			return err
 		}
+	}
+	if len(patches) > 0 {
+		kustomization += "patches:\n" + strings.Join(patches, "")
 	}
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		return err
@@ -167,6 +203,26 @@ components:
 		cp.opts.Logf("%s %s after apply", step.what, time.Since(applied).Round(100*time.Millisecond))
 	}
 	return nil
+}
+
+// PushedImages fills the image fields of InstallOptions from what
+// images.PushLayout pushed of make images' layout: the server by its
+// version tag (not latest) and digest, etcd by its tag.
+func PushedImages(pushed []images.Pushed) (InstallOptions, error) {
+	var o InstallOptions
+	for _, p := range pushed {
+		ref := p.Reference.String()
+		switch {
+		case strings.Contains(ref, "/clustergate/clustergate-apiserver:") && !strings.HasSuffix(ref, ":latest"):
+			o.ServerRef, o.ServerDigest = ref, p.Digest.String()
+		case strings.Contains(ref, "/clustergate/etcd:"):
+			o.EtcdRef = ref
+		}
+	}
+	if o.ServerRef == "" || o.EtcdRef == "" {
+		return o, fmt.Errorf("the layout lacks the server or etcd image (%v): run make images", pushed)
+	}
+	return o, nil
 }
 
 // InstalledImages are the kustomize images: entries of an overlay that

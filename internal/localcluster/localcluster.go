@@ -75,6 +75,9 @@ type ControlPlane struct {
 	values values
 	// balancer is in front of clustergate's replicas with SharedEtcd.
 	balancer *balancer
+	// shootForward, the installed way, relays the process node's gateway
+	// to the shoot kube-apiserver, for the server's pods (forwardShoot).
+	shootForward *balancer
 	// certs are the control plane's CAs and certificates, in pki.
 	certs *certificates
 	// processNode holds the process node's certificates, with
@@ -156,8 +159,10 @@ func (cp *ControlPlane) Stop() {
 		cp.procs[i].stop(15 * time.Second)
 	}
 	cp.procs = nil
-	if cp.balancer != nil {
-		cp.balancer.close()
+	for _, b := range []*balancer{cp.balancer, cp.shootForward} {
+		if b != nil {
+			b.close()
+		}
 	}
 }
 

@@ -4,7 +4,9 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -158,9 +160,27 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	// Controllers read and write through the server's own API, so they
 	// start once it serves.
 	credentialSecrets := p.credentialInformers.Core().V1().Secrets()
+	// The controllers stop, and release the Lease, as soon as the replica
+	// is told to stop, not when it stops serving after
+	// --shutdown-delay-duration and the drain: another replica takes over
+	// within a retry period while this one still serves requests.
+	controllersCtx, stopControllers := context.WithCancel(context.Background())
+	controllersStopped := make(chan struct{})
+	server.AddPreShutdownHookOrDie("stop-clustergate-controllers", func() error {
+		stopControllers()
+		select {
+		case <-controllersStopped:
+		case <-time.After(controllersStopTimeout):
+		}
+		return nil
+	})
 	server.AddPostStartHookOrDie("start-clustergate-controllers", func(hookCtx genericapiserver.PostStartHookContext) error {
+		ctx, stop := context.WithCancel(klog.NewContext(controllersCtx, klog.FromContext(hookCtx)))
+		context.AfterFunc(hookCtx, stop)
 		go func() {
-			err := controllers.Run(hookCtx, controllers.Config{
+			defer close(controllersStopped)
+			defer stop()
+			err := controllers.Run(ctx, controllers.Config{
 				Options:     extra.Controllers,
 				Loopback:    extra.withClientLimits(hookCtx.LoopbackClientConfig),
 				Core:        extra.withClientLimits(core),
@@ -177,6 +197,10 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	})
 	return nil
 }
+
+// controllersStopTimeout bounds how long a stopping replica waits for its
+// controllers to end and release the Lease before it goes on stopping.
+const controllersStopTimeout = 5 * time.Second
 
 // registerObjectMetrics serves the metrics of what Sessions and
 // GardenerClusterKubeconfigs are like now, computed at each scrape from this

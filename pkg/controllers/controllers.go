@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -160,18 +161,45 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// A replica that loses the Lease stops its controllers and campaigns again.
 	for ctx.Err() == nil {
-		leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
-			Lock:            lock,
-			LeaseDuration:   15 * time.Second,
-			RenewDeadline:   10 * time.Second,
-			RetryPeriod:     2 * time.Second,
-			ReleaseOnCancel: true,
-			Name:            LeaseName,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: run,
-				OnStoppedLeading: func() { logger.Info("Stopped leading") },
-			},
-		})
+		campaign(ctx, lock, run)
+		logger.Info("Stopped leading")
 	}
 	return nil
+}
+
+// campaign runs the controllers with run while it holds the Lease of lock,
+// until ctx ends or the Lease is lost. Once ctx ends it releases the Lease,
+// but only after run has returned: a reconcile in flight (a kubeconfig
+// fetched from Gardener, not yet written) finishes before the next leader
+// starts, which would otherwise do it a second time.
+func campaign(ctx context.Context, lock resourcelock.Interface, run func(context.Context)) {
+	// The election's own context ends only once the controllers have
+	// stopped, or at once while this replica is not leading.
+	election, end := context.WithCancel(context.WithoutCancel(ctx))
+	defer end()
+	var leading atomic.Bool
+	stopCampaigning := context.AfterFunc(ctx, func() {
+		if !leading.Load() {
+			end()
+		}
+	})
+	defer stopCampaigning()
+	leaderelection.RunOrDie(election, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		ReleaseOnCancel: true,
+		Name:            LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lease context.Context) {
+				leading.Store(true)
+				controllers, stop := context.WithCancel(lease)
+				defer context.AfterFunc(ctx, stop)()
+				run(controllers)
+				end()
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
 }

@@ -17,6 +17,8 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
@@ -74,17 +76,34 @@ func set(ctx context.Context, provider memlimit.Provider, ratio float64, refresh
 	return limit, nil
 }
 
-// unlimitedOutsideCgroups makes a process outside any memory cgroup, or on
-// a system without cgroups (a developer's machine), one without a limit
-// rather than one whose limit cannot be read.
+// unlimitedOutsideCgroups makes a process outside any memory cgroup, on a
+// system without cgroups (a developer's machine), or in a container that
+// does not mount its cgroup, one without a limit rather than one whose
+// limit cannot be read, which would be logged at every refresh. The last
+// is logged once.
 func unlimitedOutsideCgroups(provider memlimit.Provider) memlimit.Provider {
+	var once sync.Once
 	return func() (uint64, error) {
 		limit, err := provider()
-		if errors.Is(err, memlimit.ErrNoCgroup) || errors.Is(err, memlimit.ErrCgroupsNotSupported) {
+		switch {
+		case errors.Is(err, memlimit.ErrNoCgroup) || errors.Is(err, memlimit.ErrCgroupsNotSupported):
+			return 0, memlimit.ErrNoLimit
+		case notMounted(err):
+			once.Do(func() {
+				klog.InfoS("The memory cgroup is not mounted in this container: no container memory limit is followed", "err", err)
+			})
 			return 0, memlimit.ErrNoLimit
 		}
 		return limit, err
 	}
+}
+
+// notMounted tells whether err says the process is in a memory cgroup
+// whose files it cannot see: a container without /sys/fs/cgroup, such as
+// the pods of the process node of make test-install. automemlimit has no
+// sentinel error for it; its messages end so for cgroup v1 and v2 alike.
+func notMounted(err error) bool {
+	return err != nil && strings.HasSuffix(err.Error(), "memory mount found")
 }
 
 // GCPercent is the collection target the server runs with unless GOGC says

@@ -5,8 +5,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,11 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
 // clients reach the garden as admin: core resources and clustergate's
@@ -44,20 +42,7 @@ func clients(t *testing.T) (kubernetes.Interface, versioned.Interface) {
 }
 
 // eventually retries f until it succeeds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
+var eventually = e2echeck.Eventually
 
 func newKubeconfigObject(name, shoot, secret string) *v1alpha1.GardenerClusterKubeconfig {
 	return &v1alpha1.GardenerClusterKubeconfig{
@@ -93,20 +78,7 @@ func waitCondition(t *testing.T, client versioned.Interface, ns, name, reason st
 // kubeconfig of a Secret.
 func certSerial(t *testing.T, s *corev1.Secret) string {
 	t.Helper()
-	cfg, err := clientcmd.Load(s.Data["config"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]
-	block, _ := pem.Decode(user.ClientCertificateData)
-	if block == nil {
-		t.Fatal("no client certificate in the kubeconfig")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert.SerialNumber.String()
+	return e2echeck.CertSerial(t, s.Data["config"])
 }
 
 func getSecret(t *testing.T, kube kubernetes.Interface, ns, name string) *corev1.Secret {
@@ -245,6 +217,33 @@ func TestKubeconfigLifecycle(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("server restarted: an intact Secret is not written again", func(t *testing.T) {
+		before, err := cp.GardenerKubeconfigRequests(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.StopComponent("clustergate"); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.StartComponent(ctx, "clustergate"); err != nil {
+			t.Fatal(err)
+		}
+		// The restarted controller finds an intact Secret: the forced
+		// rotation is its only request to Gardener, no repair before it.
+		kubectl(t, "-n", ns, "annotate", "gck", "c-local", v1alpha1.AnnotationForceRotation+"=true")
+		waitCondition(t, client, ns, "c-local", v1alpha1.KubeconfigReasonForced, time.Minute)
+		// A second request would come right after the first.
+		time.Sleep(2 * time.Second)
+		after, err := cp.GardenerKubeconfigRequests(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after-before != 1 {
+			t.Errorf("the forced rotation after a restart made %d kubeconfig requests to Gardener, want 1; reason of the Secret %q",
+				after-before, getSecret(t, kube, ns, "kubeconfig-c-local").Annotations[v1alpha1.AnnotationReason])
+		}
 	})
 
 	t.Run("server restarted: nothing lost", func(t *testing.T) {

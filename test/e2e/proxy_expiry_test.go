@@ -17,6 +17,8 @@ import (
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
 func TestProxyEndsAtExpiry(t *testing.T) {
@@ -70,32 +72,7 @@ func TestProxyClientDisconnectClosesUpstream(t *testing.T) {
 // channel that receives the watch's last line when the stream ends.
 func watchUntilEnd(t *testing.T, session string) <-chan string {
 	t.Helper()
-	cfg := restConfig(t, session)
-	transport, err := rest.TransportFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps?watch=true", nil)
-	resp, err := (&http.Client{Transport: transport}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("watch: %s %s", resp.Status, b)
-	}
-	ended := make(chan string, 1)
-	go func() {
-		defer resp.Body.Close()
-		last := ""
-		lines := bufio.NewScanner(resp.Body)
-		lines.Buffer(make([]byte, 1<<20), 1<<20)
-		for lines.Scan() {
-			last = lines.Text()
-		}
-		ended <- last
-	}()
-	return ended
+	return e2echeck.WatchUntilEnd(t, restConfig(t, session))
 }
 
 // shootWatches is the number of WATCH requests the shoot kube-apiserver is

@@ -59,20 +59,11 @@ func TestInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var serverRef, serverDigest, etcdRef string
-	for _, p := range pushed {
-		ref := p.Reference.String()
-		switch {
-		case strings.Contains(ref, "/clustergate/clustergate-apiserver:") && !strings.HasSuffix(ref, ":latest"):
-			serverRef, serverDigest = ref, p.Digest.String()
-		case strings.Contains(ref, "/clustergate/etcd:"):
-			etcdRef = ref
-		}
+	install, err := localcluster.PushedImages(pushed)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if serverRef == "" || etcdRef == "" {
-		t.Fatalf("the layout lacks the server or etcd image: %v; run make images", pushed)
-	}
-	t.Logf("images: %s@%s, %s", serverRef, serverDigest, etcdRef)
+	t.Logf("images: %s@%s, %s", install.ServerRef, install.ServerDigest, install.EtcdRef)
 
 	prefix := fmt.Sprintf("ci%04x", rand.IntN(1<<16))
 	t.Cleanup(func() {
@@ -94,14 +85,16 @@ func TestInstall(t *testing.T) {
 	}
 	k := &kube{t: t, ctx: ctx, cp: cp}
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() && !k.dumped {
 			k.dump()
 		}
 	})
 
-	if err := cp.InstallHA(ctx, localcluster.InstallOptions{
-		ServerRef: serverRef, ServerDigest: serverDigest, EtcdRef: etcdRef, Gardener: true,
-	}); err != nil {
+	install.Gardener, install.ExternalURL = true, cp.GardenURL
+	// Short enough for a session that expires during the test, and room
+	// for the faults' bursts of sessions of one owner.
+	install.ServerArgs = []string{"--session-min-ttl=10s", "--session-max-per-owner=0"}
+	if err := cp.InstallHA(ctx, install); err != nil {
 		t.Fatal(err)
 	}
 
@@ -125,7 +118,20 @@ spec:
 	} else if got := k.run("-n", "install", "get", "secret", "kubeconfig-local", "-o", "jsonpath={.data.config}"); !strings.Contains(mustBase64(t, got), "clusters:") {
 		t.Errorf("secret kubeconfig-local holds no kubeconfig: %q", got)
 	}
+	gardenTarget(t, k)
 	checkSession(t, k, "install")
+	waitExpiry := startExpiry(t, k, "install")
+	checkExec(t, k, "install")
+	t.Logf("forced rotation: new kubeconfig in the Secret %s after the annotation",
+		forceRotation(t, k, "install", "stored", "kubeconfig-local").Round(100*time.Millisecond))
+	waitExpiry()
+
+	faults := time.Now()
+	etcdMemberLoss(t, k)
+	leaderLoss(t, k, "install")
+	rolloutUnderLoad(t, k, "install")
+	t.Logf("faults took %s", time.Since(faults).Round(time.Second))
+	replaceEtcdMember(t, k)
 
 	// A snapshot now, from the CronJob's template: etcdctl in the etcd
 	// image, through the client Service, with the client certificate.
@@ -134,6 +140,10 @@ spec:
 	k.run("-n", ns, "wait", "--for=condition=Complete", "job/snapshot-now", "--timeout=120s")
 	t.Logf("snapshot job complete in %s", time.Since(start).Round(100*time.Millisecond))
 
+	// What a failure left, while the garden still answers.
+	if t.Failed() {
+		k.dump()
+	}
 	cp.Stop()
 	if left := localcluster.NetworkLinks(prefix); len(left) > 0 {
 		t.Errorf("the node left %v", left)
@@ -149,11 +159,7 @@ func checkOnEveryReplica(t *testing.T, k *kube, namespace, resource, name string
 	if len(ips) != 2 {
 		t.Fatalf("server pods at %v, want 2", ips)
 	}
-	ca := filepath.Join(t.TempDir(), "serving-ca.crt")
-	caData := k.run("-n", ns, "get", "secret", "clustergate-serving-cert", "-o", `jsonpath={.data.ca\.crt}`)
-	if err := os.WriteFile(ca, []byte(mustBase64(t, caData)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	ca := k.servingCA()
 	for _, ip := range ips {
 		// The admin's client certificate is from the garden's client CA,
 		// which the server trusts through extension-apiserver-authentication.

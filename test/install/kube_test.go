@@ -6,6 +6,8 @@ package install
 import (
 	"context"
 	"encoding/base64"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,6 +19,8 @@ type kube struct {
 	t   *testing.T
 	ctx context.Context
 	cp  *localcluster.ControlPlane
+	// dumped says dump ran: once is enough.
+	dumped bool
 }
 
 // run runs kubectl with args and returns its output.
@@ -39,6 +43,16 @@ func (k *kube) runIn(stdin string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// as runs kubectl with another kubeconfig and returns its output.
+func (k *kube) as(kubeconfig string, args ...string) string {
+	k.t.Helper()
+	out, err := k.cp.Kubectl(k.ctx, kubeconfig, nil, args...)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // try runs kubectl and returns output or error text, never failing.
 func (k *kube) try(args ...string) string {
 	out, err := k.cp.Kubectl(k.ctx, k.cp.AdminKubeconfig, nil, args...)
@@ -48,9 +62,32 @@ func (k *kube) try(args ...string) string {
 	return string(out)
 }
 
+// servingCA is the path of a file with the CA of the server's serving
+// certificate, for clients that reach a server pod past the aggregator.
+func (k *kube) servingCA() string {
+	k.t.Helper()
+	ca := filepath.Join(k.t.TempDir(), "serving-ca.crt")
+	data := k.run("-n", "clustergate-system", "get", "secret", "clustergate-serving-cert", "-o", `jsonpath={.data.ca\.crt}`)
+	if err := os.WriteFile(ca, []byte(mustBase64(k.t, data)), 0o600); err != nil {
+		k.t.Fatal(err)
+	}
+	return ca
+}
+
+// gardenerRequests is the number of kubeconfigs Gardener has handed out.
+func (k *kube) gardenerRequests() int {
+	k.t.Helper()
+	n, err := k.cp.GardenerKubeconfigRequests(k.ctx)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	return n
+}
+
 // dump logs what a failed install left: the objects, events and each
 // pod's logs, so that a failure in CI says why without a rerun.
 func (k *kube) dump() {
+	k.dumped = true
 	k.t.Logf("component logs in %s", k.cp.LogDir())
 	k.t.Logf("objects:\n%s", k.try("-n", "clustergate-system", "get", "pods,pvc,certificates,certificaterequests,statefulsets,deployments,endpointslices,jobs", "-o", "wide"))
 	k.t.Logf("apiservice:\n%s", k.try("get", "apiservice", "v1alpha1.clustergate.dev", "-o", "yaml"))

@@ -133,7 +133,7 @@ func (c *container) runOnce(ctx context.Context) (int, error) {
 		close(exited)
 	}()
 	pid := cmd.Process.Pid
-	kill := func(grace time.Duration) { stopGroup(pid, grace, exited) }
+	kill := func(grace time.Duration) { stopGroup(pid, func() time.Duration { return grace }, exited) }
 	c.pod.update(func() {
 		c.pid, c.kill = pid, kill
 		c.status.ContainerID = "process://" + strconv.Itoa(pid)
@@ -147,7 +147,7 @@ func (c *container) runOnce(ctx context.Context) (int, error) {
 	select {
 	case <-exited:
 	case <-ctx.Done():
-		kill(c.pod.grace())
+		stopGroup(pid, c.pod.grace, exited)
 	}
 	stopProbes()
 	return exitCode(cmd.ProcessState), nil
@@ -160,14 +160,25 @@ func (c *container) logPath(restarts int32) string {
 
 // stopGroup sends SIGTERM to the process group of pid, and SIGKILL once
 // grace has passed without it exiting; it returns when the leader has
-// exited. The group's other processes get SIGKILL then too.
-func stopGroup(pid int, grace time.Duration, exited <-chan struct{}) {
+// exited. The group's other processes get SIGKILL then too. grace is read
+// again while it waits: a shorter grace period that comes later (the node
+// stopping while a deleted pod stops) applies to the stop under way.
+func stopGroup(pid int, grace func() time.Duration, exited <-chan struct{}) {
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(grace):
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-exited
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-exited:
+			waiting = false
+		case <-tick.C:
+			if time.Since(start) >= grace() {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				<-exited
+				waiting = false
+			}
+		}
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 }

@@ -5,13 +5,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
+
+	utilexec "k8s.io/utils/exec"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
@@ -143,23 +147,41 @@ func (pr *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// runtime finds the newest runtime of a pod by name.
+// runtime finds a runtime of a pod by name: the newest one whose deletion
+// was not asked for, else the newest (whose logs and exec still serve).
 func (pr *provider) runtime(namespace, name string) *podRuntime {
+	if p := pr.find(namespace, name, false); p != nil {
+		return p
+	}
+	return pr.find(namespace, name, true)
+}
+
+// find finds the newest runtime of a pod by name, one being deleted only
+// with deleting.
+func (pr *provider) find(namespace, name string, deleting bool) *podRuntime {
 	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	var found *podRuntime
+	runtimes := make([]*podRuntime, 0, len(pr.runtimes))
 	for _, p := range pr.runtimes {
-		if p.pod.Namespace == namespace && p.pod.Name == name &&
-			(found == nil || found.pod.CreationTimestamp.Before(&p.pod.CreationTimestamp)) {
+		if p.pod.Namespace == namespace && p.pod.Name == name {
+			runtimes = append(runtimes, p)
+		}
+	}
+	pr.mu.Unlock()
+	var found *podRuntime
+	for _, p := range runtimes {
+		if p.deleted() == deleting && (found == nil || found.pod.CreationTimestamp.Before(&p.pod.CreationTimestamp)) {
 			found = p
 		}
 	}
 	return found
 }
 
-// GetPod returns the pod with its current status.
+// GetPod returns the pod with its current status. A pod whose deletion was
+// asked for is not returned: virtual-kubelet asks by name, and would take a
+// successor of the same name (a StatefulSet's, after a forced deletion,
+// created while the old pod still stops) for it and never start it.
 func (pr *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
-	p := pr.runtime(namespace, name)
+	p := pr.find(namespace, name, false)
 	if p == nil {
 		return nil, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, name)
 	}
@@ -276,7 +298,14 @@ func (pr *provider) RunInContainer(ctx context.Context, namespace, podName, cont
 		<-ctx.Done()
 		_ = command.Process.Kill()
 	}()
-	return command.Wait()
+	err = command.Wait()
+	var exited *exec.ExitError
+	if errors.As(err, &exited) && exited.Exited() {
+		// The node API reports the exit code (kubectl exec exits with it)
+		// only for this type.
+		return utilexec.CodeExitError{Err: err, Code: exited.ExitCode()}
+	}
+	return err
 }
 
 // AttachToContainer is not supported: a container's output goes to its log.

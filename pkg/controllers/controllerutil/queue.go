@@ -5,6 +5,7 @@ package controllerutil
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,14 +96,25 @@ func (q *Queue) Run(ctx context.Context, workers int, hasSynced ...cache.Informe
 		return
 	}
 	logger.Info("Started", "workers", workers)
+	var wg sync.WaitGroup
 	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for q.next(ctx) {
-			}
-		}, time.Second)
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for q.next(ctx) {
+				}
+			}, time.Second)
+		})
 	}
 	<-ctx.Done()
+	// Workers blocked in Get return; the others finish what they hold.
+	q.queue.ShutDown()
+	wg.Wait()
 }
+
+// inFlightGrace is how long a sync in flight when its queue stops may go
+// on: a kubeconfig fetched from Gardener is written rather than lost, and
+// asked for again by the next leader.
+const inFlightGrace = 3 * time.Second
 
 func (q *Queue) next(ctx context.Context) bool {
 	key, quit := q.queue.Get()
@@ -110,7 +122,14 @@ func (q *Queue) next(ctx context.Context) bool {
 		return false
 	}
 	defer q.queue.Done(key)
-	result, err := q.sync(ctx, key)
+	if ctx.Err() != nil {
+		// Stopping: what is queued is the next leader's.
+		return false
+	}
+	syncCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(inFlightGrace, cancel) })()
+	result, err := q.sync(syncCtx, key)
 	switch {
 	case err != nil:
 		klog.FromContext(ctx).V(2).Info("Will retry", "object", key, "err", err)

@@ -32,8 +32,13 @@ var verifiedKubeconfig = []byte("clustergate.dev/verified-kubeconfig")
 
 // CacheTransform is the transform of the controller's Secret informer: it
 // drops managedFields and puts verifiedKubeconfig in place of every intact
-// kubeconfig. A value that is the marker itself, as someone may write it,
+// kubeconfig. A value that only equals the marker, as someone may write it,
 // is cached as empty, so that it is never taken for an intact kubeconfig.
+//
+// It is idempotent, as client-go asks of a transform: an informer that
+// starts with a watch-list (client-go's default) transforms every Secret
+// it lists twice, once as it streams in and again when the informer's
+// queue replaces its contents with them.
 func CacheTransform(obj any) (any, error) {
 	obj, err := controllerutil.SlimForCache(obj)
 	s, ok := obj.(*corev1.Secret)
@@ -42,6 +47,7 @@ func CacheTransform(obj any) (any, error) {
 	}
 	for key, value := range s.Data {
 		switch {
+		case isMarker(value):
 		case bytes.Equal(value, verifiedKubeconfig):
 			s.Data[key] = nil
 		case intact(s, value):
@@ -51,11 +57,18 @@ func CacheTransform(obj any) (any, error) {
 	return s, nil
 }
 
+// isMarker tells whether value is verifiedKubeconfig itself, put in by
+// CacheTransform, and not bytes equal to it: a value decoded from the
+// server never shares the marker's memory.
+func isMarker(value []byte) bool {
+	return len(value) == len(verifiedKubeconfig) && &value[0] == &verifiedKubeconfig[0]
+}
+
 // intact tells whether data is the kubeconfig the Secret's checksum
 // annotation records, and loads; in the cache, whether it was so when
 // cached.
 func intact(s *corev1.Secret, data []byte) bool {
-	if bytes.Equal(data, verifiedKubeconfig) {
+	if isMarker(data) {
 		return true
 	}
 	if len(data) == 0 || s.Annotations[v1alpha1.AnnotationChecksum] != Checksum(data) {

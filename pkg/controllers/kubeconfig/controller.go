@@ -113,8 +113,11 @@ func (c *Controller) Run(ctx context.Context) {
 	if gardenerWorkers <= 0 {
 		gardenerWorkers = c.opts.Workers
 	}
-	go c.gardenerQueue.Run(ctx, gardenerWorkers, c.hasSynced...)
+	// Both queues finish the syncs they hold before Run returns.
+	var wg sync.WaitGroup
+	wg.Go(func() { c.gardenerQueue.Run(ctx, gardenerWorkers, c.hasSynced...) })
 	c.queue.Run(ctx, c.opts.Workers, c.hasSynced...)
+	wg.Wait()
 }
 
 // sync observes one object and performs its next action.

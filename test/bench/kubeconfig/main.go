@@ -13,16 +13,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,7 +87,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	defer w.Stop()
 	go rec.consume(w)
 
-	requestsBefore, err := gardenerRequests(ctx, cp)
+	requestsBefore, err := cp.GardenerKubeconfigRequests(ctx)
 	if err != nil {
 		return err
 	}
@@ -106,7 +102,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	}
 	allReady := waitReady(ctx, client, n)
 	readyIn := time.Since(start)
-	requestsAfterCreate, err := gardenerRequests(ctx, cp)
+	requestsAfterCreate, err := cp.GardenerKubeconfigRequests(ctx)
 	if err != nil {
 		return err
 	}
@@ -120,7 +116,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	}
 	rotated, rotations := rec.counts(v1alpha1.KubeconfigReasonRotated)
 	_, firsts := rec.counts(v1alpha1.KubeconfigReasonCreated)
-	requestsAfterRotation, err := gardenerRequests(ctx, cp)
+	requestsAfterRotation, err := cp.GardenerKubeconfigRequests(ctx)
 	if err != nil {
 		return err
 	}
@@ -283,27 +279,6 @@ func (r *recorder) lateness(cfg kubeconfig.Config) []rotation {
 
 func percentile[T any](sorted []T, p float64) T {
 	return sorted[int(float64(len(sorted)-1)*p)]
-}
-
-// gardenerRequests counts the kubeconfig requests gardener-apiserver served.
-func gardenerRequests(ctx context.Context, cp *localcluster.ControlPlane) (int, error) {
-	metrics, err := cp.GardenerMetrics(ctx)
-	if err != nil {
-		return 0, err
-	}
-	total := 0
-	sc := bufio.NewScanner(bytes.NewReader(metrics))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `subresource="adminkubeconfig"`) &&
-			strings.Contains(line, `verb="POST"`) {
-			fields := strings.Fields(line)
-			v, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
-			total += int(v)
-		}
-	}
-	return total, sc.Err()
 }
 
 // rss is the resident memory of the clustergate process.
