@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"hash"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -223,24 +224,30 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plainWord says whether none of the eight bytes of w, little endian, is
-// a control character, '"', '\\' or outside ASCII.
-func plainWord(w uint64) bool {
+// specialBytes has the high bit set of each of the eight bytes of w,
+// little endian, that is a control character, '"', '\\' or outside
+// ASCII. Bytes above the first such byte may be set without being one
+// (a borrow runs into them); the first one set is exact.
+func specialBytes(w uint64) uint64 {
 	zeroIn := func(v uint64) uint64 { return (v - ones) & ^v & highs }
 	below0x20 := (w - 0x20*ones) & ^w & highs
-	return (w&highs | below0x20 | zeroIn(w^'"'*ones) | zeroIn(w^'\\'*ones)) == 0
+	return w&highs | below0x20 | zeroIn(w^'"'*ones) | zeroIn(w^'\\'*ones)
 }
 
 // appendJSONStringContent appends s as the inside of a JSON string, as
 // encoding/json writes it, invalid UTF-8 as U+FFFD, except that HTML's
 // characters, which a terminal recording is full of, stay as they are.
-// Runs of plain ASCII pass eight bytes at a time.
+// Plain ASCII passes eight bytes at a time.
 func appendJSONStringContent(dst, s []byte) []byte {
 	start := 0
 	for i := 0; i < len(s); {
-		if i+8 <= len(s) && plainWord(binary.LittleEndian.Uint64(s[i:])) {
-			i += 8
-			continue
+		if i+8 <= len(s) {
+			m := specialBytes(binary.LittleEndian.Uint64(s[i:]))
+			if m == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(m) / 8
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {

@@ -62,6 +62,24 @@ func checkJSONStringContent(t *testing.T, s string) {
 	}
 }
 
+// BenchmarkAppendJSONStringContent escapes terminal output: lines of
+// ASCII ending in CR LF, and the same with some UTF-8 in each line.
+func BenchmarkAppendJSONStringContent(b *testing.B) {
+	for _, tt := range []struct{ name, line string }{
+		{"ascii", "drwxr-xr-x 2 root root 4096 Dec  1 22:40 bin\r\n"},
+		{"utf8", "-rw-r--r-- 1 root root   12 Dec  1 22:40 café 日本\r\n"},
+	} {
+		data := []byte(strings.Repeat(tt.line, 32<<10/len(tt.line)))
+		b.Run(tt.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			dst := make([]byte, 0, 2*len(data))
+			for range b.N {
+				dst = appendJSONStringContent(dst[:0], data)
+			}
+		})
+	}
+}
+
 func TestCastWriterCoalescesOutput(t *testing.T) {
 	ms := time.Millisecond
 	type fed struct {
