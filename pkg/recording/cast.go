@@ -146,7 +146,12 @@ func (c *castWriter) pending(final bool) []byte {
 		return nil
 	}
 	if !c.headerWritten && (len(c.buf) > 0 || final) {
-		c.buf = append(c.header(), c.buf...)
+		// The header goes in front, in buf's own memory, which stays
+		// for the next chunks.
+		header, events := c.header(), len(c.buf)
+		c.buf = append(c.buf, header...)
+		copy(c.buf[len(header):], c.buf[:events])
+		copy(c.buf, header)
 		c.headerWritten = true
 	}
 	return c.buf

@@ -176,3 +176,22 @@ func TestSweep(t *testing.T) {
 		t.Errorf("left after sweep: %v, %v", objects, err)
 	}
 }
+
+// BenchmarkLogRequest measures what the request log adds to each proxied
+// request: one line, as a GET of one object makes it.
+func BenchmarkLogRequest(b *testing.B) {
+	local, err := store.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := New(Config{Store: local, Policy: PolicyBestEffort, Replica: "r1", FlushInterval: time.Hour})
+	req := Request{Time: time.Now(), Way: "aggregated", Method: "GET", Path: "/api/v1/namespaces/default/pods/p",
+		Query: "timeout=32s", Status: 200, BytesOut: 3210, Duration: "4ms", UserAgent: "kubectl/v1.34.0 (linux/amd64) kubernetes/abcdef0"}
+	b.ReportAllocs()
+	for i := range b.N {
+		r.LogRequest(testSession, req)
+		if i%10000 == 0 {
+			r.flushRequests(context.Background())
+		}
+	}
+}

@@ -158,9 +158,6 @@ func (s *Stream) run() {
 		select {
 		case <-s.wake:
 			s.decodeQueued()
-			if len(s.cast.buf) >= chunkBytes {
-				s.flush(false)
-			}
 		case <-ticker.C():
 			s.decodeQueued()
 			s.flush(false)
@@ -172,6 +169,8 @@ func (s *Stream) run() {
 	}
 }
 
+// decodeQueued takes the queue and decodes it, writing a chunk whenever
+// chunkBytes are recorded, and gives the queue's blocks back.
 func (s *Stream) decodeQueued() {
 	s.mu.Lock()
 	queue, blocks := s.queue, s.blocks
@@ -193,6 +192,11 @@ func (s *Stream) decodeQueued() {
 		if err := s.cast.feed(seg.at, seg.fromClient, seg.data); err != nil {
 			s.fail(fmt.Errorf("the stream could not be decoded: %w", err))
 			return
+		}
+		if len(s.cast.buf) >= chunkBytes {
+			if s.flush(false); !s.Recording() {
+				return
+			}
 		}
 	}
 }
