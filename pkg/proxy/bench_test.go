@@ -175,9 +175,11 @@ func upgrade(tb testing.TB, conn net.Conn, path string) *bufio.Reader {
 }
 
 // BenchmarkResponse measures a small response (like a GET of one object)
-// and a 1 MiB one (like a LIST of thousands) through the proxy handler and
-// straight from the same TLS backend, to separate the proxy's own cost from
-// the hops around it: compare the ns/op of proxy and direct.
+// and a 1 MiB one (like a LIST of thousands) through the proxy handler,
+// through the proxy handler logging each request (--recording=best-effort,
+// local store), and straight from the same TLS backend, to separate the
+// proxy's own cost, and the request log's, from the hops around it:
+// compare the ns/op of proxy, recorded and direct.
 func BenchmarkResponse(b *testing.B) {
 	klog.SetLogger(logr.Discard())
 	defer klog.ClearLogger()
@@ -199,14 +201,34 @@ func BenchmarkResponse(b *testing.B) {
 		defer back.Close()
 		u, _ := url.Parse(back.URL)
 		tr := back.Client().Transport.(*http.Transport)
-		r := NewRegistry(clock.RealClock{}, Limits{})
 		tgt := target(u, tr)
-		front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
-		}))
-		front.EnableHTTP2 = true
-		front.StartTLS()
+		frontOf := func(r *Registry) *httptest.Server {
+			front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
+			}))
+			front.EnableHTTP2 = true
+			front.StartTLS()
+			return front
+		}
+		front := frontOf(NewRegistry(clock.RealClock{}, Limits{}))
 		defer front.Close()
+		local, err := store.NewLocal(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		recorder := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort})
+		ctx, stop := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			recorder.Run(ctx)
+		}()
+		// The last request log is written before the store's directory goes.
+		defer func() { stop(); <-ran }()
+		recordedRegistry := NewRegistry(clock.RealClock{}, Limits{})
+		recordedRegistry.RecordWith(recorder)
+		recorded := frontOf(recordedRegistry)
+		defer recorded.Close()
 
 		for _, tt := range []struct {
 			name   string
@@ -215,6 +237,7 @@ func BenchmarkResponse(b *testing.B) {
 		}{
 			{"direct", &http.Client{Transport: tr}, u.String() + "/object"},
 			{"proxy", front.Client(), front.URL + "/proxy/object"},
+			{"recorded", recorded.Client(), recorded.URL + "/proxy/object"},
 		} {
 			b.Run(size.name+"/"+tt.name, func(b *testing.B) {
 				b.SetBytes(int64(len(size.body)))

@@ -6,10 +6,12 @@ package recording
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"hash"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -18,6 +20,17 @@ import (
 // defaultWidth and defaultHeight size a recording that saw no resize.
 const defaultWidth, defaultHeight = 80, 24
 
+// coalesceWindow is how soon after an output event's start more output,
+// with no other event between, joins that event: a screenful the target
+// wrote in many small writes becomes one event, timed at its first part,
+// which replays no differently (players draw frames far slower) and costs
+// one line instead of many.
+const coalesceWindow = 2 * time.Millisecond
+
+// eventEnd closes an event's line; an event that more output joins loses
+// it again.
+const eventEnd = "\"]\n"
+
 // castWriter turns a stream's events into asciicast v2: a header line,
 // then one line per event, [seconds, kind, data]. The header waits for the
 // first flush, so that it carries the terminal size of the first resize.
@@ -25,14 +38,20 @@ type castWriter struct {
 	info    StreamInfo
 	decoder decoder
 	// buf holds what was recorded since the last chunk written.
-	buf           bytes.Buffer
+	buf           []byte
 	headerWritten bool
 	width, height int
-	// carry holds the start of a UTF-8 sequence that the next event of
-	// the same kind completes: a character split between two messages
-	// stays one character.
-	carry       map[string][]byte
-	lastAt      float64
+	// carry holds, by direction, the start of a UTF-8 sequence that the
+	// next event of the same kind completes: a character split between
+	// two messages stays one character. joined is where an event and
+	// its carry are put together.
+	carry  [2][]byte
+	joined []byte
+	lastAt float64
+	// open is the kind of the last event in buf, while output may still
+	// join it; openAt is its time.
+	open        string
+	openAt      float64
 	events      int
 	notUpgraded bool
 	chunks      int
@@ -41,16 +60,16 @@ type castWriter struct {
 }
 
 func newCastWriter(info StreamInfo) *castWriter {
-	return &castWriter{info: info, carry: map[string][]byte{}, sum: sha256.New()}
+	return &castWriter{info: info, sum: sha256.New()}
 }
 
-// feed decodes a segment and appends its events; a stream the target did
-// not upgrade has none and is no error.
-func (c *castWriter) feed(seg segment) error {
+// feed decodes what the relay carried and appends its events; a stream
+// the target did not upgrade has none and is no error.
+func (c *castWriter) feed(at time.Duration, fromClient bool, data []byte) error {
 	if c.notUpgraded {
 		return nil
 	}
-	err := c.decoder.feed(seg.fromClient, seg.data, func(e event) { c.event(seg.at, e) })
+	err := c.decoder.feed(fromClient, data, func(e event) { c.event(at, e) })
 	if errors.Is(err, errNotUpgraded) {
 		c.notUpgraded = true
 		return nil
@@ -58,17 +77,30 @@ func (c *castWriter) feed(seg segment) error {
 	return err
 }
 
+// carryIndex is where carry keeps an event kind's incomplete character;
+// -1 for kinds without text.
+func carryIndex(kind string) int {
+	switch kind {
+	case kindOutput:
+		return 0
+	case kindInput:
+		return 1
+	}
+	return -1
+}
+
 func (c *castWriter) event(at time.Duration, e event) {
-	if e.kind == kindOutput || e.kind == kindInput {
-		if carry := c.carry[e.kind]; len(carry) > 0 {
-			e.data = string(carry) + e.data
-			c.carry[e.kind] = nil
+	if i := carryIndex(e.kind); i >= 0 {
+		if carry := c.carry[i]; len(carry) > 0 {
+			c.joined = append(append(c.joined[:0], carry...), e.data...)
+			e.data = c.joined
+			c.carry[i] = carry[:0]
 		}
 		if cut := incompleteSuffix(e.data); cut > 0 {
-			c.carry[e.kind] = []byte(e.data[len(e.data)-cut:])
+			c.carry[i] = append(c.carry[i][:0], e.data[len(e.data)-cut:]...)
 			e.data = e.data[:len(e.data)-cut]
 		}
-		if e.data == "" {
+		if len(e.data) == 0 {
 			return
 		}
 	}
@@ -81,17 +113,22 @@ func (c *castWriter) event(at time.Duration, e event) {
 	// them; times never go back.
 	t := max(at.Seconds(), c.lastAt)
 	c.lastAt = t
-	if c.buf.Cap() == 0 {
-		c.buf.Grow(chunkBytes + chunkBytes/4)
+	if cap(c.buf) == 0 {
+		c.buf = make([]byte, 0, chunkBytes+chunkBytes/4)
 	}
-	c.buf.WriteByte('[')
-	c.buf.WriteString(strconv.FormatFloat(t, 'f', 6, 64))
-	c.buf.WriteString(`, "`)
-	c.buf.WriteString(e.kind)
-	c.buf.WriteString(`", `)
-	writeJSONString(&c.buf, e.data)
-	c.buf.WriteString("]\n")
-	c.events++
+	if e.kind == kindOutput && c.open == kindOutput && t-c.openAt <= coalesceWindow.Seconds() {
+		c.buf = c.buf[:len(c.buf)-len(eventEnd)]
+	} else {
+		c.buf = append(c.buf, '[')
+		c.buf = strconv.AppendFloat(c.buf, t, 'f', 6, 64)
+		c.buf = append(c.buf, `, "`...)
+		c.buf = append(c.buf, e.kind...)
+		c.buf = append(c.buf, `", "`...)
+		c.open, c.openAt = e.kind, t
+		c.events++
+	}
+	c.buf = appendJSONStringContent(c.buf, e.data)
+	c.buf = append(c.buf, eventEnd...)
 }
 
 // pending returns the next chunk: the header first, then the events since
@@ -99,32 +136,35 @@ func (c *castWriter) event(at time.Duration, e event) {
 func (c *castWriter) pending(final bool) []byte {
 	if final {
 		for _, kind := range []string{kindOutput, kindInput} {
-			if rest := c.carry[kind]; len(rest) > 0 {
-				c.carry[kind] = nil
-				c.event(time.Duration(c.lastAt*float64(time.Second)), event{kind, string(rest)})
+			if rest := c.carry[carryIndex(kind)]; len(rest) > 0 {
+				c.carry[carryIndex(kind)] = nil
+				c.event(time.Duration(c.lastAt*float64(time.Second)), event{kind, rest})
 			}
 		}
 	}
 	if c.notUpgraded && !c.headerWritten {
 		return nil
 	}
-	if !c.headerWritten && (c.buf.Len() > 0 || final) {
-		header := c.header()
-		events := c.buf.Bytes()
-		c.buf = bytes.Buffer{}
-		c.buf.Write(header)
-		c.buf.Write(events)
+	if !c.headerWritten && (len(c.buf) > 0 || final) {
+		// The header goes in front, in buf's own memory, which stays
+		// for the next chunks.
+		header, events := c.header(), len(c.buf)
+		c.buf = append(c.buf, header...)
+		copy(c.buf[len(header):], c.buf[:events])
+		copy(c.buf, header)
 		c.headerWritten = true
 	}
-	return c.buf.Bytes()
+	return c.buf
 }
 
-// written takes note that chunk, from pending, is stored.
+// written takes note that chunk, from pending, is stored; the events of
+// the next chunk are new lines.
 func (c *castWriter) written(chunk []byte) {
 	c.chunks++
 	c.length += int64(len(chunk))
 	c.sum.Write(chunk)
-	c.buf.Reset()
+	c.buf = c.buf[:0]
+	c.open = ""
 }
 
 func (c *castWriter) header() []byte {
@@ -155,14 +195,14 @@ func (c *castWriter) manifest(end time.Time) Manifest {
 
 // incompleteSuffix is how many bytes at the end of s start a UTF-8
 // sequence that is not complete yet.
-func incompleteSuffix(s string) int {
+func incompleteSuffix(s []byte) int {
 	for n := 1; n <= 3 && n <= len(s); n++ {
 		c := s[len(s)-n]
-		if c < 0x80 {
+		if c < utf8.RuneSelf {
 			return 0
 		}
 		if utf8.RuneStart(c) {
-			if utf8.FullRuneInString(s[len(s)-n:]) {
+			if utf8.FullRune(s[len(s)-n:]) {
 				return 0
 			}
 			return n
@@ -171,61 +211,75 @@ func incompleteSuffix(s string) int {
 	return 0
 }
 
-// writeJSONString writes s as a JSON string, as encoding/json does
-// (invalid UTF-8 becomes U+FFFD) but without escaping HTML, whose
-// characters a terminal recording is full of, and fast over plain ASCII.
-func writeJSONString(buf *bytes.Buffer, s string) {
+// jsonEscapes is what a JSON string has in place of each ASCII byte that
+// cannot stand for itself; "" for those that can.
+var jsonEscapes = func() (t [utf8.RuneSelf]string) {
 	const hex = "0123456789abcdef"
-	buf.WriteByte('"')
+	for c := range 0x20 {
+		t[c] = `\u00` + string(hex[c>>4]) + string(hex[c&0xf])
+	}
+	t['\n'], t['\r'], t['\t'], t['"'], t['\\'] = `\n`, `\r`, `\t`, `\"`, `\\`
+	return t
+}()
+
+// Bit patterns that find, eight bytes at a time, a byte that a JSON
+// string must escape or that starts a multi-byte character.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// specialBytes has the high bit set of each of the eight bytes of w,
+// little endian, that is a control character, '"', '\\' or outside
+// ASCII. Bytes above the first such byte may be set without being one
+// (a borrow runs into them); the first one set is exact.
+func specialBytes(w uint64) uint64 {
+	zeroIn := func(v uint64) uint64 { return (v - ones) & ^v & highs }
+	below0x20 := (w - 0x20*ones) & ^w & highs
+	return w&highs | below0x20 | zeroIn(w^'"'*ones) | zeroIn(w^'\\'*ones)
+}
+
+// appendJSONStringContent appends s as the inside of a JSON string, as
+// encoding/json writes it, invalid UTF-8 as U+FFFD, except that HTML's
+// characters, which a terminal recording is full of, stay as they are.
+// Plain ASCII passes eight bytes at a time.
+func appendJSONStringContent(dst, s []byte) []byte {
 	start := 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
+		if i+8 <= len(s) {
+			m := specialBytes(binary.LittleEndian.Uint64(s[i:]))
+			if m == 0 {
+				i += 8
 				continue
 			}
-			buf.WriteString(s[start:i])
-			switch c {
-			case '"', '\\':
-				buf.WriteByte('\\')
-				buf.WriteByte(c)
-			case '\n':
-				buf.WriteString(`\n`)
-			case '\r':
-				buf.WriteString(`\r`)
-			case '\t':
-				buf.WriteString(`\t`)
-			default:
-				buf.WriteString(`\u00`)
-				buf.WriteByte(hex[c>>4])
-				buf.WriteByte(hex[c&0xf])
+			i += bits.TrailingZeros64(m) / 8
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if esc := jsonEscapes[c]; esc != "" {
+				dst = append(append(dst, s[start:i]...), esc...)
+				start = i + 1
 			}
 			i++
-			start = i
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		r, size := utf8.DecodeRune(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			buf.WriteString(s[start:i])
-			buf.WriteString(`\ufffd`)
-			i++
-			start = i
-			continue
+			dst = append(append(dst, s[start:i]...), `\ufffd`...)
+			start = i + 1
 		}
 		i += size
 	}
-	buf.WriteString(s[start:])
-	buf.WriteByte('"')
+	return append(dst, s[start:]...)
 }
 
 // parseSize reads "WxH".
-func parseSize(s string) (int, int, bool) {
-	i := bytes.IndexByte([]byte(s), 'x')
+func parseSize(s []byte) (int, int, bool) {
+	i := bytes.IndexByte(s, 'x')
 	if i < 0 {
 		return 0, 0, false
 	}
-	w, err1 := strconv.Atoi(s[:i])
-	h, err2 := strconv.Atoi(s[i+1:])
+	w, err1 := strconv.Atoi(string(s[:i]))
+	h, err2 := strconv.Atoi(string(s[i+1:]))
 	return w, h, err1 == nil && err2 == nil
 }

@@ -21,9 +21,12 @@ const (
 	kindMarker = "m"
 )
 
-// event is one thing a stream carried that the recording keeps.
+// event is one thing a stream carried that the recording keeps. Its data
+// may be the decoder's own memory: it is valid until the emit it was
+// handed to returns.
 type event struct {
-	kind, data string
+	kind string
+	data []byte
 }
 
 // Channels of Kubernetes' remote command streams, by number in the
@@ -162,26 +165,26 @@ func channelEvent(channel int, data []byte) (event, bool) {
 	}
 	switch channel {
 	case channelStdin:
-		return event{kindInput, string(data)}, true
+		return event{kindInput, data}, true
 	case channelStdout, channelStderr:
-		return event{kindOutput, string(data)}, true
+		return event{kindOutput, data}, true
 	case channelError:
 		var status struct {
 			Status, Message string
 		}
 		if json.Unmarshal(data, &status) == nil && status.Status != "" {
 			if status.Message == "" {
-				return event{kindMarker, "exit: " + status.Status}, true
+				return event{kindMarker, []byte("exit: " + status.Status)}, true
 			}
-			return event{kindMarker, "exit: " + status.Message}, true
+			return event{kindMarker, []byte("exit: " + status.Message)}, true
 		}
-		return event{kindMarker, "error: " + string(data)}, true
+		return event{kindMarker, append([]byte("error: "), data...)}, true
 	case channelResize:
 		var size struct{ Width, Height uint16 }
 		if json.Unmarshal(data, &size) != nil {
 			return event{}, false
 		}
-		return event{kindResize, fmt.Sprintf("%dx%d", size.Width, size.Height)}, true
+		return event{kindResize, fmt.Appendf(nil, "%dx%d", size.Width, size.Height)}, true
 	}
 	return event{}, false
 }

@@ -85,12 +85,18 @@ type piece struct {
 	data       []byte
 }
 
-func decodeAll(pieces []piece) ([]event, error) {
+// seen is an event as a test compares it: its data copied out of the
+// decoder's memory.
+type seen struct {
+	kind, data string
+}
+
+func decodeAll(pieces []piece) ([]seen, error) {
 	var d decoder
-	var events []event
+	var events []seen
 	var err error
 	for _, p := range pieces {
-		if err = d.feed(p.fromClient, p.data, func(e event) { events = append(events, e) }); err != nil {
+		if err = d.feed(p.fromClient, p.data, func(e event) { events = append(events, seen{e.kind, string(e.data)}) }); err != nil {
 			break
 		}
 	}
@@ -107,7 +113,7 @@ func TestDecoder(t *testing.T) {
 	tests := []struct {
 		name    string
 		pieces  []piece
-		want    []event
+		want    []seen
 		wantErr bool
 	}{{
 		name: "websocket v5, resize, input, output, stderr, exit",
@@ -122,7 +128,7 @@ func TestDecoder(t *testing.T) {
 			{false, wsFrame(2, true, false, channelMessage(channelError, `{"metadata":{},"status":"Success"}`))},
 			{false, wsFrame(8, true, false, []byte{0x03, 0xe8})},
 		},
-		want: []event{{"r", "120x40"}, {"i", "echo hi\r"}, {"o", "hi\r\n"}, {"o", "oops\r\n"}, {"m", "exit: Success"}},
+		want: []seen{{"r", "120x40"}, {"i", "echo hi\r"}, {"o", "hi\r\n"}, {"o", "oops\r\n"}, {"m", "exit: Success"}},
 	}, {
 		name: "websocket frames split anywhere, fragmented message, ping between",
 		pieces: func() []piece {
@@ -136,7 +142,7 @@ func TestDecoder(t *testing.T) {
 			}
 			return pieces
 		}(),
-		want: []event{{"o", "p"}, {"o", "a"}, {"o", "r"}, {"o", "t"}, {"o", "e"}, {"o", "d"}},
+		want: []seen{{"o", "p"}, {"o", "a"}, {"o", "r"}, {"o", "t"}, {"o", "e"}, {"o", "d"}},
 	}, {
 		name: "websocket base64",
 		pieces: []piece{
@@ -144,11 +150,11 @@ func TestDecoder(t *testing.T) {
 			{true, wsFrame(1, true, true, b64(channelStdin, "id\n"))},
 			{false, wsFrame(1, true, false, b64(channelStdout, "uid=0\n"))},
 		},
-		want: []event{{"i", "id\n"}, {"o", "uid=0\n"}},
+		want: []seen{{"i", "id\n"}, {"o", "uid=0\n"}},
 	}, {
 		name:   "spdy, headers compressed across frames",
 		pieces: []piece{{false, []byte(spdyResponse)}, {true, clientSPDY}, {false, serverSPDY}},
-		want:   []event{{"r", "100x30"}, {"i", "ls\r"}, {"o", "file\r\n"}},
+		want:   []seen{{"r", "100x30"}, {"i", "ls\r"}, {"o", "file\r\n"}},
 	}, {
 		name:    "not upgraded",
 		pieces:  []piece{{false, []byte("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")}},
@@ -176,7 +182,7 @@ func TestDecoder(t *testing.T) {
 				// Byte by byte, output comes byte by byte; the 300 x's too.
 				events = events[:6]
 			}
-			if diff := cmp.Diff(tt.want, events, cmp.AllowUnexported(event{})); diff != "" {
+			if diff := cmp.Diff(tt.want, events, cmp.AllowUnexported(seen{})); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})

@@ -15,7 +15,9 @@ import (
 
 // Stream is the recording of one interactive stream. The relay hands it
 // every byte with FromClient and ToClient, which copy into a bounded
-// queue; when the queue is full they wait for the recording to catch up,
+// queue, blocks from a pool that the recording's goroutine gives back once
+// it decoded them, so that neither side waits for the other while the
+// recording keeps up; when the queue is full they wait for it,
 // so a stream never outruns its recording (a write to the store is bounded
 // by its timeout, after which the recording fails and stops holding the
 // stream). Close finishes it.
@@ -25,9 +27,17 @@ type Stream struct {
 	prefix   string
 	cast     *castWriter
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// queue holds what the relay carried since the recording last took
+	// it, its segments in order.
 	queue  []segment
 	queued int
+	// blocks hold the bytes of the queue, the last one filling.
+	blocks []*[]byte
+	// spareQueue and spareBlocks are the slices the recording took last
+	// time, for the next swap; only its goroutine touches them.
+	spareQueue  []segment
+	spareBlocks []*[]byte
 	// space is signalled when the queue was taken, or waiting ends.
 	space  *sync.Cond
 	closed bool
@@ -38,11 +48,43 @@ type Stream struct {
 	wake, closing, done chan struct{}
 }
 
-// segment is what one read or write of the relay carried.
+// segment is what one read or write of the relay carried, in a block of
+// the queue.
 type segment struct {
 	at         time.Duration
 	fromClient bool
 	data       []byte
+}
+
+// blockBytes is the size of the blocks queues are made of: a few reads of
+// the relay each.
+const blockBytes = 64 << 10
+
+// blockPool holds the blocks of all streams' queues: a stream that is idle
+// holds none.
+var blockPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, blockBytes)
+	return &b
+}}
+
+// queueBytes copies b into the queue's last block, or a new one when it
+// does not fit, and returns the copy.
+func (s *Stream) queueBytes(b []byte) []byte {
+	var block *[]byte
+	if n := len(s.blocks); n > 0 && cap(*s.blocks[n-1])-len(*s.blocks[n-1]) >= len(b) {
+		block = s.blocks[n-1]
+	} else {
+		if len(b) <= blockBytes {
+			block = blockPool.Get().(*[]byte)
+		} else {
+			large := make([]byte, 0, len(b))
+			block = &large
+		}
+		s.blocks = append(s.blocks, block)
+	}
+	start := len(*block)
+	*block = append(*block, b...)
+	return (*block)[start:len(*block):len(*block)]
 }
 
 // ID identifies the stream within its session.
@@ -82,7 +124,7 @@ func (s *Stream) tap(fromClient bool, b []byte) {
 	if s.closed || s.failed != nil {
 		return
 	}
-	s.queue = append(s.queue, segment{at: at, fromClient: fromClient, data: append([]byte(nil), b...)})
+	s.queue = append(s.queue, segment{at: at, fromClient: fromClient, data: s.queueBytes(b)})
 	s.queued += len(b)
 	select {
 	case s.wake <- struct{}{}:
@@ -116,9 +158,6 @@ func (s *Stream) run() {
 		select {
 		case <-s.wake:
 			s.decodeQueued()
-			if s.cast.buf.Len() >= chunkBytes {
-				s.flush(false)
-			}
 		case <-ticker.C():
 			s.decodeQueued()
 			s.flush(false)
@@ -130,16 +169,34 @@ func (s *Stream) run() {
 	}
 }
 
+// decodeQueued takes the queue and decodes it, writing a chunk whenever
+// chunkBytes are recorded, and gives the queue's blocks back.
 func (s *Stream) decodeQueued() {
 	s.mu.Lock()
-	queue := s.queue
-	s.queue, s.queued = nil, 0
+	queue, blocks := s.queue, s.blocks
+	s.queue, s.blocks, s.queued = s.spareQueue[:0], s.spareBlocks[:0], 0
 	s.space.Broadcast()
 	s.mu.Unlock()
+	defer func() {
+		for i, block := range blocks {
+			if cap(*block) == blockBytes {
+				*block = (*block)[:0]
+				blockPool.Put(block)
+			}
+			blocks[i] = nil
+		}
+		clear(queue)
+		s.spareQueue, s.spareBlocks = queue, blocks
+	}()
 	for _, seg := range queue {
-		if err := s.cast.feed(seg); err != nil {
+		if err := s.cast.feed(seg.at, seg.fromClient, seg.data); err != nil {
 			s.fail(fmt.Errorf("the stream could not be decoded: %w", err))
 			return
+		}
+		if len(s.cast.buf) >= chunkBytes {
+			if s.flush(false); !s.Recording() {
+				return
+			}
 		}
 	}
 }
