@@ -34,6 +34,9 @@ type conflictWatches struct {
 	enqueue func(object types.NamespacedName, after time.Duration)
 
 	mu sync.Mutex
+	// lifetime bounds every watch: the controller's run, not the pass that
+	// starts a watch, which ends as soon as it returns.
+	lifetime context.Context
 	// byObject is the Secret each conflicting object names, and the watch
 	// of it.
 	byObject map[types.NamespacedName]conflictWatch
@@ -45,13 +48,20 @@ type conflictWatch struct {
 }
 
 func newConflictWatches(kube kubernetes.Interface, enqueue func(types.NamespacedName, time.Duration)) *conflictWatches {
-	return &conflictWatches{kube: kube, enqueue: enqueue, byObject: map[types.NamespacedName]conflictWatch{}}
+	return &conflictWatches{kube: kube, enqueue: enqueue, lifetime: context.Background(), byObject: map[types.NamespacedName]conflictWatch{}}
+}
+
+// runWithin ends every watch, those started later included, when ctx ends.
+func (w *conflictWatches) runWithin(ctx context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.lifetime = ctx
 }
 
 // watch makes sure a change of secret, which object names and someone else
 // owns, queues object. It returns at once; the watch ends with ctx, with
 // stop, or after the first change.
-func (w *conflictWatches) watch(ctx context.Context, object types.NamespacedName, secret *corev1.Secret) {
+func (w *conflictWatches) watch(object types.NamespacedName, secret *corev1.Secret) {
 	key := types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -65,7 +75,7 @@ func (w *conflictWatches) watch(ctx context.Context, object types.NamespacedName
 	if len(w.byObject) >= maxConflictWatches {
 		return
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(w.lifetime)
 	w.byObject[object] = conflictWatch{secret: key, cancel: cancel}
 	go w.run(ctx, object, key, secret.ResourceVersion)
 }

@@ -25,7 +25,9 @@ func TestConflictWatches(t *testing.T) {
 		// change changes the watched Secret; nil changes nothing.
 		change func(ctx context.Context, kube *kubefake.Clientset) error
 		stop   bool
-		queued bool
+		// stopRun ends the controller's run before the change.
+		stopRun bool
+		queued  bool
 	}{
 		{name: "the Secret is deleted", queued: true, change: func(ctx context.Context, kube *kubefake.Clientset) error {
 			return kube.CoreV1().Secrets("kcp").Delete(ctx, "taken", metav1.DeleteOptions{})
@@ -37,6 +39,9 @@ func TestConflictWatches(t *testing.T) {
 			return err
 		}},
 		{name: "nothing changes"},
+		{name: "the controller stopped before the change", stopRun: true, change: func(ctx context.Context, kube *kubefake.Clientset) error {
+			return kube.CoreV1().Secrets("kcp").Delete(context.Background(), "taken", metav1.DeleteOptions{})
+		}},
 		{name: "stopped before the change", stop: true, change: func(ctx context.Context, kube *kubefake.Clientset) error {
 			return kube.CoreV1().Secrets("kcp").Delete(ctx, "taken", metav1.DeleteOptions{})
 		}},
@@ -55,11 +60,15 @@ func TestConflictWatches(t *testing.T) {
 			})
 			queued := make(chan types.NamespacedName, 1)
 			w := newConflictWatches(kube, func(key types.NamespacedName, _ time.Duration) { queued <- key })
-			w.watch(ctx, object, taken())
-			w.watch(ctx, object, taken()) // the same conflict again: one watch
+			w.runWithin(ctx)
+			w.watch(object, taken())
+			w.watch(object, taken()) // the same conflict again: one watch
 			<-watching
 			if tt.stop {
 				w.stop(object)
+			}
+			if tt.stopRun {
+				cancel()
 			}
 			if tt.change != nil {
 				if err := tt.change(ctx, kube); err != nil {

@@ -109,6 +109,7 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 // Run handles objects until ctx ends, then lets go of the informers.
 func (c *Controller) Run(ctx context.Context) {
 	defer c.removeHandlers()
+	c.conflicts.runWithin(ctx)
 	gardenerWorkers := c.opts.GardenerWorkers
 	if gardenerWorkers <= 0 {
 		gardenerWorkers = c.opts.Workers
@@ -127,7 +128,7 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 		return controllerutil.Result{}, err
 	}
 	if o := observed.Object; o != nil && o.DeletionTimestamp == nil && observed.Secret != nil && ownership(o, observed.Secret) == foreign {
-		c.conflicts.watch(ctx, key, observed.Secret)
+		c.conflicts.watch(key, observed.Secret)
 	} else {
 		c.conflicts.stop(key)
 	}
