@@ -22,6 +22,13 @@ import (
 // fetched by the exec plugin users run, and returns its path.
 func dataPlaneKubeconfig(t *testing.T, ns, name, account string) string {
 	t.Helper()
+	return dataPlaneKubeconfigAt(t, cp.DataPlaneURL, ns, name, account)
+}
+
+// dataPlaneKubeconfigAt is dataPlaneKubeconfig for the data plane at url,
+// such as a further replica's.
+func dataPlaneKubeconfigAt(t *testing.T, url, ns, name, account string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "data-plane.kubeconfig")
 	kubeconfig := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -29,7 +36,7 @@ clusters: [{name: s, cluster: {server: %q, certificate-authority: %q}}]
 users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: %q, args: [%q, %q, %q, %q], interactiveMode: Never}}}]
 contexts: [{name: c, context: {cluster: s, user: u}}]
 current-context: c
-`, cp.DataPlaneURL+"/sessions/"+ns+"/"+name, cp.DataPlaneCAFile, cp.TokenExecPlugin, cp.AdminKubeconfig, ns, account, localcluster.DataPlaneAudience)
+`, url+"/sessions/"+ns+"/"+name, cp.DataPlaneCAFile, cp.TokenExecPlugin, cp.AdminKubeconfig, ns, account, localcluster.DataPlaneAudience)
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
