@@ -56,7 +56,30 @@ func TestRecordingS3(t *testing.T) {
 		out, err := cp.Kubectl(ctx, dataPlaneKubeconfigAt(t, r.DataPlaneURL, ns, "s3", "sre"), []byte(in), "-n", "default", "exec", "-i", "recorded-s3", "--", "cat")
 		return string(out), err
 	}
+	base := fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/s3/recordings", ns)
+	grant(t, ns, "audrey", "clustergate:session-auditor")
+	// finished waits until replica r lists a finished recording of every
+	// stream typed into, whichever replica recorded it.
 	typed := map[string]bool{}
+	finished := func(t *testing.T, r localcluster.Replica) []recording.StreamSummary {
+		t.Helper()
+		var streams struct{ Items []recording.StreamSummary }
+		eventually(t, 15*time.Second, "every recording is finished", func() error {
+			if err := json.Unmarshal(getAs(t, cp.FrontProxyConfig(r.URL, "audrey"), base), &streams); err != nil {
+				return err
+			}
+			if len(streams.Items) != len(typed) {
+				return fmt.Errorf("streams %+v", streams.Items)
+			}
+			for _, s := range streams.Items {
+				if s.Manifest == nil {
+					return fmt.Errorf("stream %s unfinished", s.Stream)
+				}
+			}
+			return nil
+		})
+		return streams.Items
+	}
 	for i, r := range replicas {
 		in := fmt.Sprintf("typed through replica %d\n", i+1)
 		if out, err := exec(r, in); err != nil || out != in {
@@ -66,6 +89,9 @@ func TestRecordingS3(t *testing.T) {
 	}
 
 	t.Run("required refuses streams while the store is down", func(t *testing.T) {
+		// A recording's last chunk and manifest are written as its stream
+		// ends: stop the store only once they are.
+		finished(t, replicas[0])
 		if err := s3.Stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -84,28 +110,12 @@ func TestRecordingS3(t *testing.T) {
 	})
 
 	kubectl(t, "-n", ns, "delete", "session", "s3", "--wait")
-	grant(t, ns, "audrey", "clustergate:session-auditor")
 	for _, r := range replicas {
 		t.Run("read back from "+r.Name, func(t *testing.T) {
 			auditor := cp.FrontProxyConfig(r.URL, "audrey")
-			base := fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/s3/recordings", ns)
-			var streams struct{ Items []recording.StreamSummary }
-			eventually(t, 15*time.Second, "both replicas' recordings are finished", func() error {
-				if err := json.Unmarshal(getAs(t, auditor, base), &streams); err != nil {
-					return err
-				}
-				if len(streams.Items) != len(typed) {
-					return fmt.Errorf("streams %+v", streams.Items)
-				}
-				for _, s := range streams.Items {
-					if s.Manifest == nil {
-						return fmt.Errorf("stream %s unfinished", s.Stream)
-					}
-				}
-				return nil
-			})
+			streams := finished(t, r)
 			seen := map[string]bool{}
-			for _, s := range streams.Items {
+			for _, s := range streams {
 				cast := string(getAs(t, auditor, base+"/streams/"+s.Stream))
 				if int64(len(cast)) != s.Manifest.Length || s.Way != "data_plane" {
 					t.Errorf("stream %+v: %d bytes of asciicast", s, len(cast))
