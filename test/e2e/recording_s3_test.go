@@ -43,14 +43,9 @@ func TestRecordingS3(t *testing.T) {
 		replicas[i] = r
 	}
 
-	_, client := clients(t)
 	ns := namespace(t, "recording-s3")
 	standInPod(t, "recorded-s3")
-	kubectl(t, "-n", ns, "create", "serviceaccount", "sre")
-	owner := localcluster.DataPlaneUserPrefix + "system:serviceaccount:" + ns + ":sre"
-	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--user="+owner)
-	apply(t, cp.AdminKubeconfig, strings.Replace(sessionManifest("s3", owner), "group: viewer", "group: admin", 1), "-n", ns)
-	waitSessionReady(t, client, ns, "s3")
+	sreSession(t, ns, "s3")
 
 	exec := func(r localcluster.Replica, in string) (string, error) {
 		out, err := cp.Kubectl(ctx, dataPlaneKubeconfigAt(t, r.DataPlaneURL, ns, "s3", "sre"), []byte(in), "-n", "default", "exec", "-i", "recorded-s3", "--", "cat")

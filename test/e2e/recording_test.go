@@ -43,21 +43,28 @@ current-context: c
 	return path
 }
 
+// sreSession creates the service account ns/sre and an admin session
+// ns/name it owns through the data plane, and waits until it is Ready.
+func sreSession(t *testing.T, ns, name string) {
+	t.Helper()
+	_, client := clients(t)
+	kubectl(t, "-n", ns, "create", "serviceaccount", "sre")
+	owner := localcluster.DataPlaneUserPrefix + "system:serviceaccount:" + ns + ":sre"
+	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--user="+owner)
+	apply(t, cp.AdminKubeconfig, strings.Replace(sessionManifest(name, owner), "group: viewer", "group: admin", 1), "-n", ns)
+	waitSessionReady(t, client, ns, name)
+}
+
 // TestRecording types into kubectl exec -i through both ways in, deletes
 // the sessions, and has an auditor list, read the request log of and
 // replay what was typed and what came back; the owner may read none of it.
 func TestRecording(t *testing.T) {
 	ctx := context.Background()
 	ns, alice, aliceSession, _ := proxySessionWith(t, "recording", "recorded", "1h", "admin")
-	_, client := clients(t)
 	standInPod(t, "recorded")
 
 	// The data plane: a session of the service account ns/sre.
-	kubectl(t, "-n", ns, "create", "serviceaccount", "sre")
-	owner := localcluster.DataPlaneUserPrefix + "system:serviceaccount:" + ns + ":sre"
-	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--user="+owner)
-	apply(t, cp.AdminKubeconfig, strings.Replace(sessionManifest("recorded-dp", owner), "group: viewer", "group: admin", 1), "-n", ns)
-	waitSessionReady(t, client, ns, "recorded-dp")
+	sreSession(t, ns, "recorded-dp")
 	sre := dataPlaneKubeconfig(t, ns, "recorded-dp", "sre")
 
 	// What is typed into each stream, by session and by the protocol the
