@@ -78,7 +78,7 @@ test-install: tools build images
 test-e2e: tools build
 	$(GO) test -count=1 -timeout=45m -v ./test/e2e/
 
-## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, kube-scheduler, gardener-apiserver, node, process-kubelet and prometheus
+## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, kube-scheduler, gardener-apiserver, node, process-kubelet, prometheus and versitygw (S3)
 tools:
 	hack/tools/build.sh
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the pinned test tools (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, gardener-apiserver, node, the stand-in kubelet,
-# process-kubelet, the node that runs images as processes, and prometheus with
-# promtool) and the linter `make verify` runs (lint: golangci-lint), each from
-# its own Go module under hack/tools/<set>/. cert-manager (its controller and
+# process-kubelet, the node that runs images as processes, prometheus with
+# promtool, and versitygw, the S3 server the e2e tests keep recordings in)
+# and the linter `make verify` runs (lint: golangci-lint), each from its own
+# Go module under hack/tools/<set>/. cert-manager (its controller and
 # CA injector, and its CRDs in cert-manager-crds/) is built when asked for.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
@@ -49,6 +50,11 @@ build_set() {
         # pinned version, the tool directives of hack/tools/etcd/go.mod.
         (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dest}/" \
           . go.etcd.io/etcd/etcdctl/v3 go.etcd.io/etcd/etcdutl/v3)
+        ;;
+      versitygw)
+        # Its own cmd builds as is (the tool directive of go.mod); a cold
+        # build takes a few minutes, most of it the AWS SDK it serves with.
+        (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dest}/" github.com/versity/versitygw/cmd/versitygw)
         ;;
       node | process-kubelet)
         (cd "${dir}" && go build -trimpath -ldflags "-s -w" -o "${dest}/${set}" .)
@@ -111,7 +117,7 @@ build_set() {
 }
 
 sets=("$@")
-[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener node process-kubelet prometheus)
+[[ ${#sets[@]} -gt 0 ]] || sets=(etcd kube gardener node process-kubelet prometheus versitygw)
 for s in "${sets[@]}"; do
   build_set "${s}"
 done

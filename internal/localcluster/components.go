@@ -58,16 +58,7 @@ func (cp *ControlPlane) StopComponent(name string) error {
 // StartComponent starts a stopped component again with the same flags and
 // waits until its APIServices are Available.
 func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
-	i, err := cp.process(name)
-	if err != nil {
-		return err
-	}
-	old := cp.procs[i]
-	if done, _ := old.exited(); !done {
-		return fmt.Errorf("%s is running", name)
-	}
-	if cp.procs[i], err = startProcess(cp.logs, name, old.cmd.Path, old.env, old.cmd.Args[1:]...); err != nil {
-		cp.procs[i] = old
+	if err := cp.restart(name); err != nil {
 		return err
 	}
 	names, url, service := []string{"v1alpha1.clustergate.dev"}, cp.ClustergateURL, "clustergate-system/clustergate"
@@ -92,6 +83,24 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 		if err := cp.waitAPIService(ctx, n); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// restart starts a stopped component again with the same flags and
+// environment.
+func (cp *ControlPlane) restart(name string) error {
+	i, err := cp.process(name)
+	if err != nil {
+		return err
+	}
+	old := cp.procs[i]
+	if done, _ := old.exited(); !done {
+		return fmt.Errorf("%s is running", name)
+	}
+	if cp.procs[i], err = startProcess(cp.logs, name, old.cmd.Path, old.env, old.cmd.Args[1:]...); err != nil {
+		cp.procs[i] = old
+		return err
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,12 +99,28 @@ func (r *Recorder) Run(ctx context.Context) {
 	}
 }
 
-// newStreamID names a stream by its start and a random suffix, so that
-// the streams of a session sort by start.
-func newStreamID(start time.Time) string {
-	b := make([]byte, 3)
+// newStreamID names a stream by its start, the replica and a random
+// suffix, so that the streams of a session sort by start and replicas that
+// share a bucket never write the same keys (replicas of the same name are
+// told apart by the suffix).
+func newStreamID(start time.Time, replica string) string {
+	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return start.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+	id := start.UTC().Format("20060102T150405Z") + "-"
+	if r := keySafe(replica); r != "" {
+		id += r + "-"
+	}
+	return id + hex.EncodeToString(b)
+}
+
+// keySafe keeps the letters, digits, '.' and '-' of a name, for a key.
+func keySafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '-' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9') {
+			return r
+		}
+		return -1
+	}, name)
 }
 
 // OpenStream starts the recording of an interactive stream. It writes the
@@ -112,7 +129,7 @@ func newStreamID(start time.Time) string {
 // stream that records nothing.
 func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, error) {
 	info.StartTime = r.cfg.Clock.Now()
-	info.Stream = newStreamID(info.StartTime)
+	info.Stream = newStreamID(info.StartTime, r.cfg.Replica)
 	info.Replica = r.cfg.Replica
 	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream),
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}

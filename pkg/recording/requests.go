@@ -80,7 +80,7 @@ func (r *Recorder) flushRequests(ctx context.Context) {
 	for _, b := range pending {
 		r.mu.Lock()
 		r.seq++
-		key := fmt.Sprintf("%s%s-%s-%08d.jsonl", b.prefix, r.cfg.Replica, r.boot, r.seq)
+		key := fmt.Sprintf("%s%s-%s-%08d.jsonl", b.prefix, keySafe(r.cfg.Replica), r.boot, r.seq)
 		r.mu.Unlock()
 		wctx, cancel := context.WithTimeout(ctx, writeTimeout)
 		err := r.cfg.Store.Put(wctx, key, b.lines)

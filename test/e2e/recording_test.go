@@ -22,6 +22,13 @@ import (
 // fetched by the exec plugin users run, and returns its path.
 func dataPlaneKubeconfig(t *testing.T, ns, name, account string) string {
 	t.Helper()
+	return dataPlaneKubeconfigAt(t, cp.DataPlaneURL, ns, name, account)
+}
+
+// dataPlaneKubeconfigAt is dataPlaneKubeconfig for the data plane at url,
+// such as a further replica's.
+func dataPlaneKubeconfigAt(t *testing.T, url, ns, name, account string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "data-plane.kubeconfig")
 	kubeconfig := fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -29,11 +36,23 @@ clusters: [{name: s, cluster: {server: %q, certificate-authority: %q}}]
 users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: %q, args: [%q, %q, %q, %q], interactiveMode: Never}}}]
 contexts: [{name: c, context: {cluster: s, user: u}}]
 current-context: c
-`, cp.DataPlaneURL+"/sessions/"+ns+"/"+name, cp.DataPlaneCAFile, cp.TokenExecPlugin, cp.AdminKubeconfig, ns, account, localcluster.DataPlaneAudience)
+`, url+"/sessions/"+ns+"/"+name, cp.DataPlaneCAFile, cp.TokenExecPlugin, cp.AdminKubeconfig, ns, account, localcluster.DataPlaneAudience)
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// sreSession creates the service account ns/sre and an admin session
+// ns/name it owns through the data plane, and waits until it is Ready.
+func sreSession(t *testing.T, ns, name string) {
+	t.Helper()
+	_, client := clients(t)
+	kubectl(t, "-n", ns, "create", "serviceaccount", "sre")
+	owner := localcluster.DataPlaneUserPrefix + "system:serviceaccount:" + ns + ":sre"
+	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--user="+owner)
+	apply(t, cp.AdminKubeconfig, strings.Replace(sessionManifest(name, owner), "group: viewer", "group: admin", 1), "-n", ns)
+	waitSessionReady(t, client, ns, name)
 }
 
 // TestRecording types into kubectl exec -i through both ways in, deletes
@@ -42,15 +61,10 @@ current-context: c
 func TestRecording(t *testing.T) {
 	ctx := context.Background()
 	ns, alice, aliceSession, _ := proxySessionWith(t, "recording", "recorded", "1h", "admin")
-	_, client := clients(t)
 	standInPod(t, "recorded")
 
 	// The data plane: a session of the service account ns/sre.
-	kubectl(t, "-n", ns, "create", "serviceaccount", "sre")
-	owner := localcluster.DataPlaneUserPrefix + "system:serviceaccount:" + ns + ":sre"
-	kubectl(t, "-n", ns, "create", "rolebinding", "sre-target-admin", "--clusterrole=clustergate:target-admin", "--user="+owner)
-	apply(t, cp.AdminKubeconfig, strings.Replace(sessionManifest("recorded-dp", owner), "group: viewer", "group: admin", 1), "-n", ns)
-	waitSessionReady(t, client, ns, "recorded-dp")
+	sreSession(t, ns, "recorded-dp")
 	sre := dataPlaneKubeconfig(t, ns, "recorded-dp", "sre")
 
 	// What is typed into each stream, by session and by the protocol the

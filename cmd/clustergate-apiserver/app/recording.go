@@ -23,6 +23,16 @@ func (o *Options) addRecordingFlags(fss *cliflag.NamedFlagSets) {
 		"Recording of sessions: every exec and attach stream as an asciicast v2 recording, every proxied request in a request log. "+
 			"off, best-effort (a stream runs when its recording cannot be written) or required (an interactive stream is refused when its recording cannot be started, and closed when it fails).")
 	fs.StringVar(&r.Dir, "recording-dir", r.Dir, "Directory of the recordings (default: recordings/ in --data-dir).")
+	fs.StringVar(&r.S3.Endpoint, "recording-s3-endpoint", r.S3.Endpoint,
+		"URL of an S3-compatible server to keep recordings in instead of --recording-dir, so that every replica reads every recording: "+
+			"https://host[:port] (http:// only to a loopback address).")
+	fs.StringVar(&r.S3.Bucket, "recording-s3-bucket", r.S3.Bucket, "Bucket of the recordings in --recording-s3-endpoint; it must exist.")
+	fs.StringVar(&r.S3.Prefix, "recording-s3-prefix", r.S3.Prefix, "Prefix of the recordings' object keys in the bucket, e.g. clustergate/.")
+	fs.StringVar(&r.S3.Region, "recording-s3-region", r.S3.Region, "Region of the bucket (default: asked of the server).")
+	fs.StringVar(&r.S3.CredentialsFile, "recording-s3-credentials-file", r.S3.CredentialsFile,
+		"File with the access key in the AWS shared credentials format (aws_access_key_id, aws_secret_access_key), read again every minute "+
+			"(default: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment).")
+	fs.StringVar(&r.S3.CAFile, "recording-s3-ca-file", r.S3.CAFile, "PEM CAs that verify the S3 server's certificate (default: the system's).")
 	fs.DurationVar(&r.Retention, "recording-retention", r.Retention,
 		"How long recordings and request logs are kept after a session's last one was written; 0 keeps them.")
 	fs.DurationVar(&r.FlushInterval, "recording-flush-interval", r.FlushInterval,
@@ -51,6 +61,9 @@ func (o *Options) validateRecording() []error {
 	}
 	if r.Retention < 0 || r.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--recording-retention may not be negative and --recording-flush-interval must be positive"))
+	}
+	if r.S3.Endpoint != "" && r.Policy != recording.PolicyOff {
+		errs = append(errs, r.S3.Validate()...)
 	}
 	return errs
 }
