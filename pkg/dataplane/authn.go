@@ -21,6 +21,7 @@ import (
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/plugin/pkg/authenticator/token/oidc"
+	"k8s.io/utils/clock"
 )
 
 var codecs = func() serializer.CodecFactory {
@@ -53,8 +54,9 @@ func (a *Authenticator) HealthCheck() error {
 // LoadAuthenticator reads an AuthenticationConfiguration
 // (apiserver.config.k8s.io, as kube-apiserver's --authentication-config)
 // from file and builds its JWT authenticators, which fetch their issuers'
-// discovery documents and keys in the background until ctx ends. Only the
-// jwt section counts: anonymous access is refused on the data plane.
+// discovery documents and keys in the background until ctx ends, behind a
+// cache of verified tokens (tokenCache). Only the jwt section counts:
+// anonymous access is refused on the data plane.
 func LoadAuthenticator(ctx context.Context, file string, sharedGardenIdentities bool) (*Authenticator, error) {
 	cfg, compiler, err := ReadAuthenticationConfig(file, sharedGardenIdentities)
 	if err != nil {
@@ -77,7 +79,7 @@ func LoadAuthenticator(ctx context.Context, file string, sharedGardenIdentities 
 		tokens = append(tokens, token)
 		a.checks = append(a.checks, token.HealthCheck)
 	}
-	a.Request = bearertoken.New(tokenunion.NewFailOnError(tokens...))
+	a.Request = bearertoken.New(newTokenCache(tokenunion.NewFailOnError(tokens...), clock.RealClock{}, tokenCacheTTL, tokenCacheSize))
 	return a, nil
 }
 

@@ -30,7 +30,7 @@ type issuer struct {
 	key    *rsa.PrivateKey
 }
 
-func newIssuer(t *testing.T) *issuer {
+func newIssuer(t testing.TB) *issuer {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func (i *issuer) caPEM() string {
 }
 
 // token signs claims with key as issuer iss.
-func token(t *testing.T, key *rsa.PrivateKey, claims jwt.Claims) string {
+func token(t testing.TB, key *rsa.PrivateKey, claims jwt.Claims) string {
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: "k1"}}, (&jose.SignerOptions{}).WithType("JWT"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func token(t *testing.T, key *rsa.PrivateKey, claims jwt.Claims) string {
 	return s
 }
 
-func writeConfig(t *testing.T, content string) string {
+func writeConfig(t testing.TB, content string) string {
 	file := filepath.Join(t.TempDir(), "authn.yaml")
 	if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,15 +10,16 @@ import (
 	"time"
 )
 
-// inProcess runs pkg/proxy's benchmarks, where client, proxy handler and
-// backend share one process and TLS is on every hop: BenchmarkResponse
-// gives the handler's own added latency, without the generic API server
-// chain around it, and BenchmarkUpgradedStream the throughput of upgraded
+// inProcess runs pkg/proxy's and pkg/dataplane's benchmarks, where client,
+// proxy handler and backend share one process and TLS is on every hop:
+// BenchmarkResponse gives the handler's own added latency, without the
+// generic API server chain around it, BenchmarkDataPlane that of the data
+// plane's listener with its JWT authenticator in front of the handler, and BenchmarkUpgradedStream the throughput of upgraded
 // streams (an exec over WebSocket, unrecorded and recorded), with the CPU
 // the proxy run spends beyond the direct one, and the recorded run beyond
 // the unrecorded one, turned into MiB/s per core.
 func inProcess(root string) ([]row, error) {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "BenchmarkResponse|BenchmarkUpgradedStream", "-count", "5", "./pkg/proxy/")
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "BenchmarkResponse|BenchmarkUpgradedStream|BenchmarkDataPlane", "-count", "5", "./pkg/proxy/", "./pkg/dataplane/")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -29,7 +30,7 @@ func inProcess(root string) ([]row, error) {
 		return nil, err
 	}
 	var smallProxy, smallDirect, largeProxy, largeDirect, streamProxy, streamDirect, streamProxyCPU, streamDirectCPU float64
-	var streamRecorded, streamRecordedCPU float64
+	var streamRecorded, streamRecordedCPU, dataPlaneSmall, dataPlaneDirect float64
 	for _, m := range []struct {
 		dst        *float64
 		name, unit string
@@ -39,6 +40,7 @@ func inProcess(root string) ([]row, error) {
 		{&streamProxy, "BenchmarkUpgradedStream/proxy", "MB/s"}, {&streamDirect, "BenchmarkUpgradedStream/direct", "MB/s"},
 		{&streamProxyCPU, "BenchmarkUpgradedStream/proxy", "cpu-ns/B"}, {&streamDirectCPU, "BenchmarkUpgradedStream/direct", "cpu-ns/B"},
 		{&streamRecorded, "BenchmarkUpgradedStream/recorded", "MB/s"}, {&streamRecordedCPU, "BenchmarkUpgradedStream/recorded", "cpu-ns/B"},
+		{&dataPlaneSmall, "BenchmarkDataPlane/dataplane", "ns/op"}, {&dataPlaneDirect, "BenchmarkDataPlane/direct", "ns/op"},
 	} {
 		if *m.dst, err = results.median(m.name, m.unit); err != nil {
 			return nil, fmt.Errorf("%w in: %s", err, out)
@@ -50,6 +52,8 @@ func inProcess(root string) ([]row, error) {
 	return []row{
 		{name: "in process: small GET through the proxy handler alone (HTTP/2 and TLS on both sides)",
 			cells: [ways]string{alone: small(smallProxy), targetDirect: small(smallDirect)}, ratio: fmt.Sprintf("+%s", small(smallProxy-smallDirect))},
+		{name: "in process: small GET through the data plane's listener, JWT authenticator and proxy handler (HTTP/2 and TLS on both sides)",
+			cells: [ways]string{dataPlane: small(dataPlaneSmall), targetDirect: small(dataPlaneDirect)}, ratio: fmt.Sprintf("+%s", small(dataPlaneSmall-dataPlaneDirect))},
 		{name: "in process: 1 MiB response, MiB/s",
 			cells: [ways]string{alone: fmt.Sprintf("%.0f", largeProxy*1e6/mib), targetDirect: fmt.Sprintf("%.0f", largeDirect*1e6/mib)}, ratio: fmt.Sprintf("%.0f%% of direct", 100*largeProxy/largeDirect)},
 		{name: "in process: upgraded stream (echo: each byte crosses the proxy twice), MiB/s",
