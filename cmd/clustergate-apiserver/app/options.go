@@ -137,6 +137,12 @@ func (o *Options) Validate() error {
 	if err := o.sessionPolicy().Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	// The generic server reads port 0 as "serve no HTTPS": an aggregated
+	// server without its listener has nothing to offer and no loopback
+	// client for its controllers.
+	if o.RecommendedOptions.SecureServing.BindPort == 0 {
+		errs = append(errs, fmt.Errorf("--secure-port must be a port between 1 and 65535: clustergate cannot run without serving HTTPS"))
+	}
 	if o.embeddedEtcdURL != "" && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required when --etcd-servers is empty"))
 	}

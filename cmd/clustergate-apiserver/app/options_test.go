@@ -110,9 +110,9 @@ func parsedOptions(t *testing.T, args ...string) *Options {
 	return o
 }
 
-// TestValidateDataPlane: the data plane's and the Istio layer's flags are
-// checked together before the server starts.
-func TestValidateDataPlane(t *testing.T) {
+// TestValidate: flags that cannot work together, the data plane's and the
+// Istio layer's above all, are refused before the server starts.
+func TestValidate(t *testing.T) {
 	dir := t.TempDir()
 	config := func(prefix string) string { return authenticationConfig(t, dir, prefix) }
 	tests := []struct {
@@ -120,6 +120,7 @@ func TestValidateDataPlane(t *testing.T) {
 		flags []string
 		want  string
 	}{
+		{name: "no HTTPS listener", flags: []string{"--secure-port=0"}, want: "--secure-port must be a port between 1 and 65535"},
 		{name: "Istio policies without the data plane's issuers", flags: []string{"--istio-namespace=clustergate-data-plane"},
 			want: "--istio-namespace needs --data-plane-authentication-config"},
 		{name: "Istio policies on a port that is none", flags: []string{"--istio-namespace=clustergate-data-plane",
