@@ -266,4 +266,26 @@ func TestIdleSession(t *testing.T) {
 	if !strings.Contains(out, "LAST-USED") || !strings.Contains(out, "ago (idle 8s)") {
 		t.Errorf("kubectl get sessions -o wide shows no last use:\n%s", out)
 	}
+
+	// Removed before its expiry, it is counted by how it ended: idle. The
+	// leader counts it; whichever replica that is.
+	const endedIdle = `clustergate_sessions_ended_total{access_level="viewer",reason="idle",target_kind="shoot"}`
+	urls := []string{cp.ClustergateURL, replicas[0].URL, replicas[1].URL}
+	idleBefore := 0.0
+	for _, url := range urls {
+		n, _ := metricValue(t, url, endedIdle)
+		idleBefore += n
+	}
+	if err := admin.ClustergateV1alpha1().Sessions(ns).Delete(ctx, "idle", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, admin, ns, "idle", 30*time.Second)
+	idleAfter := 0.0
+	for _, url := range urls {
+		n, _ := metricValue(t, url, endedIdle)
+		idleAfter += n
+	}
+	if idleAfter != idleBefore+1 {
+		t.Errorf("%s went from %v to %v over the replicas, want one more", endedIdle, idleBefore, idleAfter)
+	}
 }

@@ -121,6 +121,18 @@ func websocketWatch(t *testing.T, session string) *websocket.Conn {
 // openProxied is clustergate_proxy_open_requests of the replica at url.
 func openProxied(t *testing.T, url string) int {
 	t.Helper()
+	n, ok := metricValue(t, url, "clustergate_proxy_open_requests")
+	if !ok {
+		t.Fatalf("%s/metrics has no clustergate_proxy_open_requests", url)
+	}
+	return int(n)
+}
+
+// metricValue is the value of one series of the replica at url's /metrics,
+// named as the exposition writes it (name and labels), and whether the
+// replica has it.
+func metricValue(t *testing.T, url, series string) (float64, bool) {
+	t.Helper()
 	client, err := rest.HTTPClientFor(cp.FrontProxyConfig(url, "admin", "system:masters"))
 	if err != nil {
 		t.Fatal(err)
@@ -130,18 +142,23 @@ func openProxied(t *testing.T, url string) int {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s/metrics: %s", url, resp.Status)
+	}
 	lines := bufio.NewScanner(resp.Body)
 	for lines.Scan() {
-		if f := strings.Fields(lines.Text()); len(f) == 2 && f[0] == "clustergate_proxy_open_requests" {
+		if f := strings.Fields(lines.Text()); len(f) == 2 && f[0] == series {
 			n, err := strconv.ParseFloat(f[1], 64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return int(n)
+			return n, true
 		}
 	}
-	t.Fatalf("%s/metrics has no clustergate_proxy_open_requests (%s)", url, resp.Status)
-	return 0
+	if err := lines.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return 0, false
 }
 
 // watchOnEveryReplica opens WebSocket watches through the session (the

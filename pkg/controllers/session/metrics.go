@@ -25,6 +25,7 @@ const (
 
 	endExpired = "expired"
 	endRevoked = "revoked"
+	endIdle    = "idle"
 
 	// reasonPending is the reason label of a session whose Ready condition
 	// the controller has not written yet.
@@ -43,7 +44,7 @@ var (
 	}, []string{"access_level", "target_kind"})
 	sessionsEnded = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Name: "sessions_ended_total",
-		Help:           "Sessions cleaned up and gone, by access level, target kind and reason: expired, or revoked (deleted before expiry).",
+		Help:           "Sessions cleaned up and gone, by access level, target kind and reason: expired, revoked (deleted before expiry), or idle (ended unused for its idle timeout).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"access_level", "target_kind", "reason"})
 	timeToReady = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -76,8 +77,14 @@ func record(o Observed, a Action) {
 	level, kind := s.Spec.AccessLevel.Group, targetKind(s)
 	switch a.Type {
 	case RemoveFinalizer:
+		// An idle session stays until its expiry so that its owner sees
+		// why it ended; it is counted by how it ended, not by its delete.
 		end := endRevoked
-		if s.Status.ExpiresAt != nil && !s.DeletionTimestamp.Before(s.Status.ExpiresAt) {
+		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady)
+		switch {
+		case ready != nil && ready.Reason == v1alpha1.SessionReasonIdle:
+			end = endIdle
+		case s.Status.ExpiresAt != nil && !s.DeletionTimestamp.Before(s.Status.ExpiresAt):
 			end = endExpired
 		}
 		sessionsEnded.WithLabelValues(level, kind, end).Inc()

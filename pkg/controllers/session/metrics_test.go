@@ -83,6 +83,12 @@ func TestRecord(t *testing.T) {
 			counters: `clustergate_sessions_ended_total{access_level="viewer",reason="expired",target_kind="cluster"} 1`},
 		{name: "deleted before its end", session: deleted(metricsSession("s", "viewer", false), -time.Second), action: Action{Type: RemoveFinalizer},
 			counters: `clustergate_sessions_ended_total{access_level="viewer",reason="revoked",target_kind="shoot"} 1`},
+		{name: "deleted at its expiry after it went idle", session: deleted(metricsSession("s", "viewer", true,
+			readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonIdle, -time.Minute)), time.Hour), action: Action{Type: RemoveFinalizer},
+			counters: `clustergate_sessions_ended_total{access_level="viewer",reason="idle",target_kind="cluster"} 1`},
+		{name: "revoked after it went idle", session: deleted(metricsSession("s", "viewer", false,
+			readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonIdle, -time.Minute)), -time.Second), action: Action{Type: RemoveFinalizer},
+			counters: `clustergate_sessions_ended_total{access_level="viewer",reason="idle",target_kind="shoot"} 1`},
 		{name: "becomes Ready a minute after creation", session: metricsSession("s", "admin", true, readyCondition(metav1.ConditionFalse, v1alpha1.SessionReasonCSRPending, 0)),
 			action: Action{Type: UpdateStatus, Conditions: ready}, readyKind: targetKindCluster, readySeconds: 60},
 		{name: "a status update of a Ready session", session: metricsSession("s", "admin", false, ready...),
@@ -120,7 +126,7 @@ func TestRecord(t *testing.T) {
 
 const countersHelp = `# HELP clustergate_sessions_created_total [ALPHA] Sessions taken on by the controller, by access level and target kind.
 # TYPE clustergate_sessions_created_total counter
-# HELP clustergate_sessions_ended_total [ALPHA] Sessions cleaned up and gone, by access level, target kind and reason: expired, or revoked (deleted before expiry).
+# HELP clustergate_sessions_ended_total [ALPHA] Sessions cleaned up and gone, by access level, target kind and reason: expired, revoked (deleted before expiry), or idle (ended unused for its idle timeout).
 # TYPE clustergate_sessions_ended_total counter
 `
 
