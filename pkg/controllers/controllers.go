@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
+	"github.com/clustergate/clustergate/pkg/controllers/expiredlocks"
 	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
 	"github.com/clustergate/clustergate/pkg/controllers/session"
 	"github.com/clustergate/clustergate/pkg/gardener"
@@ -52,6 +53,9 @@ type Options struct {
 	LeaderElect bool
 	// LeaseNamespace holds the Lease.
 	LeaseNamespace string
+	// LockRetention is how long an expired SessionLock stays before it is
+	// deleted; 0 keeps it.
+	LockRetention time.Duration
 }
 
 // Config is what the controllers run with: their options and the clients
@@ -124,6 +128,14 @@ func Run(ctx context.Context, cfg Config) error {
 			return
 		}
 		running := []func(context.Context){sessions.Run}
+		if cfg.LockRetention > 0 {
+			locks, err := expiredlocks.New(cfg.LockRetention, client, cfg.Locks, clock.RealClock{})
+			if err != nil {
+				logger.Error(err, "Building the expired-locks controller")
+				return
+			}
+			running = append(running, locks.Run)
+		}
 		factories := []informers.SharedInformerFactory{targetSecrets}
 		if g != nil {
 			// This Secret informer caches only the Secrets the controller owns.

@@ -60,6 +60,7 @@ rules:
 		"--session-access-groups=admin,viewer," + approvalGroup,
 		"--session-approval-groups=" + approvalGroup,
 		"--session-approval-timeout=" + approvalTimeout.String(),
+		"--session-lock-retention=" + lockRetention.String(),
 		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json",
 	}, nil
 }

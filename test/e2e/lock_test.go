@@ -261,6 +261,46 @@ func TestSessionLock(t *testing.T) {
 	})
 }
 
+// lockRetention is how long the shared plane keeps expired SessionLocks.
+const lockRetention = 5 * time.Second
+
+// TestExpiredLockRemoved: a lock that expired stays listed as Expired for
+// the retention, then the leader deletes it.
+func TestExpiredLockRemoved(t *testing.T) {
+	ctx := context.Background()
+	_, admin := clients(t)
+	expiresAt := time.Now().Add(2 * time.Second)
+	l, err := admin.ClustergateV1alpha1().SessionLocks().Create(ctx, &v1alpha1.SessionLock{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "lock-"},
+		Spec: v1alpha1.SessionLockSpec{User: "nobody-expiring", Reason: "INC-4243 drill",
+			ExpiresAt: &metav1.Time{Time: expiresAt}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.ClustergateV1alpha1().SessionLocks().Delete(ctx, l.Name, metav1.DeleteOptions{})
+	})
+	// The API keeps seconds: the lock's expiry is the stored one.
+	expiresAt = l.Spec.ExpiresAt.Time
+	time.Sleep(time.Until(expiresAt.Add(time.Second)))
+	if out := kubectl(t, "get", "sessionlock", l.Name); !strings.Contains(out, "Expired") {
+		t.Errorf("a second after its expiry the lock is not listed as Expired:\n%s", out)
+	}
+	eventually(t, lockRetention+15*time.Second, "the expired lock deleted", func() error {
+		_, err := admin.ClustergateV1alpha1().SessionLocks().Get(ctx, l.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there: %v", err)
+	})
+	gone := time.Since(expiresAt)
+	t.Logf("deleted %s after its expiry (retention %s)", gone.Round(100*time.Millisecond), lockRetention)
+	if gone < lockRetention {
+		t.Errorf("deleted %s after its expiry, before the retention of %s ended", gone, lockRetention)
+	}
+}
+
 // describeEvent prints a watch event, with the message of an ERROR's Status.
 func describeEvent(ev watch.Event) string {
 	if status, ok := ev.Object.(*metav1.Status); ok {

@@ -68,6 +68,8 @@ func (o *Options) addSessionFlags(fss *cliflag.NamedFlagSets) {
 		"spec.idleTimeout of Sessions that name none: a Session whose proxy no request or open stream used for that long ends (Ready=False, reason Idle, credentials removed). 0 is none, or --session-max-idle-timeout when that is set.")
 	fs.DurationVar(&lc.MaxIdleTimeout, "session-max-idle-timeout", lc.MaxIdleTimeout,
 		"Longest spec.idleTimeout a Session may ask for; when set, none (0s) is refused too. 0 is no bound.")
+	fs.DurationVar(&o.Server.Controllers.LockRetention, "session-lock-retention", o.Server.Controllers.LockRetention,
+		"How long a SessionLock stays after its spec.expiresAt (listed as Expired) before the controller deletes it; 0 keeps expired locks until someone deletes them. Locks without an expiry are never deleted by it.")
 	fs.DurationVar(&lc.LastUsedInterval, "session-last-used-interval", lc.LastUsedInterval,
 		"How often, at most, the replicas write a Session's status.lastUsedAt between them while it is used. The shortest idle timeout is four of it. Meant to stay at its default; shorter only for tests.")
 }

@@ -85,6 +85,7 @@ func NewOptions() *Options {
 	c.Session.CSRPoll, c.Session.RetryAfter = 2*time.Second, 30*time.Second
 	c.Session.Namespace, c.Session.Policy.Port, c.Session.Workers = serverNamespace(), 8444, 10
 	c.LeaderElect, c.LeaseNamespace = true, serverNamespace()
+	c.LockRetention = 7 * 24 * time.Hour
 	o.defaultRecording()
 	return o
 }
@@ -170,6 +171,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {
 		errs = append(errs, fmt.Errorf("--istio-workload-selector must be key=value pairs: %q", o.istioSelector))
+	}
+	if c.LockRetention < 0 {
+		errs = append(errs, fmt.Errorf("--session-lock-retention may not be negative"))
 	}
 	if s.SessionMaxPerOwner < 0 {
 		errs = append(errs, fmt.Errorf("--session-max-per-owner may not be negative"))
