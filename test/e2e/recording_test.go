@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
 // dataPlaneKubeconfig writes a kubeconfig that reaches session ns/name
@@ -259,27 +259,14 @@ func execOnTerminal(t *testing.T, kubeconfig, pod string, lines ...string) (type
 		t.Fatal(err)
 	}
 	defer terminal.Close()
-	var mu sync.Mutex
-	var screen []byte
+	screen := &e2echeck.SyncBuffer{}
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		buf := make([]byte, 4096)
-		for {
-			n, err := terminal.Read(buf)
-			mu.Lock()
-			screen = append(screen, buf[:n]...)
-			mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
+		// The terminal reads fail (EIO) once kubectl is gone.
+		_, _ = io.Copy(screen, terminal)
 	}()
-	showing := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		return string(screen)
-	}
+	showing := screen.String
 	// Typed before kubectl makes the terminal raw, a line would be echoed
 	// and edited by the test's terminal instead of the pod's.
 	eventually(t, 15*time.Second, "kubectl makes the terminal raw", func() error {
