@@ -144,11 +144,13 @@ func (c *upgradedConn) Close() error {
 }
 
 // closeFrame is an unmasked close frame, as a server sends it, with the
-// reason cut to what a control frame may carry.
+// reason fit to what a control frame may carry: a longer one loses its
+// middle, so that both what failed and the cause at its end stay.
 func closeFrame(code uint16, reason string) []byte {
-	const maxReason = 123
+	const maxReason, elided = 123, "…"
 	if len(reason) > maxReason {
-		reason = strings.ToValidUTF8(reason[:maxReason], "")
+		keep := (maxReason - len(elided)) / 2
+		reason = strings.ToValidUTF8(reason[:keep], "") + elided + strings.ToValidUTF8(reason[len(reason)-keep:], "")
 	}
 	frame := []byte{0x88, byte(2 + len(reason)), byte(code >> 8), byte(code)}
 	return append(frame, reason...)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	"k8s.io/utils/clock"
@@ -82,9 +83,15 @@ func TestFrameTracker(t *testing.T) {
 }
 
 func TestCloseFrameReasonFits(t *testing.T) {
-	f := closeFrame(closePolicyViolation, strings.Repeat("é", 100))
-	if len(f) > 2+125 || int(f[1]) != len(f)-2 {
-		t.Errorf("close frame of %d bytes says %d", len(f), f[1])
+	for _, reason := range []string{strings.Repeat("é", 100), "recording required: " + strings.Repeat("x", 200) + ": connection refused"} {
+		f := closeFrame(closePolicyViolation, reason)
+		if len(f) > 2+125 || int(f[1]) != len(f)-2 || !utf8.Valid(f[4:]) {
+			t.Errorf("close frame of %d bytes says %d: %q", len(f), f[1], f[4:])
+		}
+		if got := string(f[4:]); strings.HasPrefix(reason, "recording") &&
+			(!strings.HasPrefix(got, "recording required: x") || !strings.HasSuffix(got, "x: connection refused")) {
+			t.Errorf("the reason %q lost its start or its cause", got)
+		}
 	}
 }
 
