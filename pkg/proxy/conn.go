@@ -39,11 +39,11 @@ type connWriter struct {
 	// recording, if set, records the hijacked stream.
 	recording *recording.Stream
 
-	// websocket is set for a WebSocket upgrade, whose end by the session
-	// is announced with a close frame; ended says why the session ended,
-	// nil while it has not.
-	websocket bool
-	ended     func() error
+	// framed is set for a WebSocket or SPDY upgrade, whose end is announced
+	// in the protocol's own frames (upgradedConn); ended says why the
+	// session ended, nil while it has not.
+	framed bool
+	ended  func() error
 
 	mu sync.Mutex
 	// conn is the hijacked client connection as the handler uses it; raw
@@ -101,17 +101,18 @@ func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if c.recording != nil {
 		c.conn = &recordingConn{Conn: c.conn, stream: c.recording}
 	}
-	if c.websocket {
-		c.conn = &websocketConn{Conn: c.conn, raw: c.raw, ended: c.ended}
+	if c.framed {
+		c.conn = &upgradedConn{Conn: c.conn, raw: c.raw, ended: c.ended}
 	}
 	c.hijacked.Store(true)
 	return c.conn, rw, nil
 }
 
-// closeHijacked ends a hijacked stream because its session ended: a
-// WebSocket one with a close frame saying why, then the network connection
-// at once. (Closing TLS would first send an alert, which a client that
-// stopped reading could hold up for seconds.)
+// closeHijacked ends a hijacked stream because its session ended or its
+// required recording failed: with a frame saying why where the protocol
+// has one (upgradedConn), then the network connection at once. (Closing
+// TLS would first send an alert, which a client that stopped reading could
+// hold up for seconds.)
 func (c *connWriter) closeHijacked(why error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -119,8 +120,8 @@ func (c *connWriter) closeHijacked(why error) {
 	if c.conn == nil {
 		return
 	}
-	if ws, ok := c.conn.(*websocketConn); ok {
-		ws.finish(why)
+	if framed, ok := c.conn.(*upgradedConn); ok {
+		framed.finish(why)
 	}
 	_ = c.raw.Close()
 }

@@ -152,7 +152,8 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 	openRequests.Inc()
 	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release,
 		longRunning: LongRunning(req, path), body: &countingReader{ReadCloser: req.Body}}
-	p.cw = &connWriter{ResponseWriter: w, websocket: strings.EqualFold(req.Header.Get("Upgrade"), "websocket"),
+	upgrade := strings.ToLower(req.Header.Get("Upgrade"))
+	p.cw = &connWriter{ResponseWriter: w, framed: upgrade == "websocket" || strings.HasPrefix(upgrade, "spdy/"),
 		ended: func() error {
 			if cause := sessionEnd(ctx); cause != nil {
 				return fmt.Errorf("session %s/%s: %w", t.Namespace, t.Name, cause)

@@ -4,17 +4,24 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/recording"
@@ -45,6 +52,60 @@ func echoExecBackend(t *testing.T) Target {
 		}
 	})
 	return target(u, tr)
+}
+
+// echoSPDYExecBackend answers exec over SPDY (v4.channel.k8s.io), as a
+// kubelet does, and echoes standard input to standard output.
+func echoSPDYExecBackend(t *testing.T) Target {
+	t.Helper()
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		if _, err := httpstream.Handshake(r, w, []string{"v4.channel.k8s.io"}); err != nil {
+			return
+		}
+		streams := make(chan httpstream.Stream, 8)
+		conn := spdy.NewResponseUpgrader().UpgradeResponse(w, r, func(s httpstream.Stream, _ <-chan struct{}) error {
+			streams <- s
+			return nil
+		})
+		if conn == nil {
+			return
+		}
+		defer conn.Close()
+		var stdin, stdout httpstream.Stream
+		for stdin == nil || stdout == nil {
+			select {
+			case s := <-streams:
+				switch s.Headers().Get("streamType") {
+				case "stdin":
+					stdin = s
+				case "stdout":
+					stdout = s
+				}
+			case <-conn.CloseChan():
+				return
+			}
+		}
+		_, _ = io.Copy(stdout, stdin)
+	})
+	return target(u, tr)
+}
+
+// lockedBuffer is a buffer one goroutine writes and another reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // recordingProxy serves the registry with refusals written as Status.
@@ -125,6 +186,47 @@ func TestRecordingRequired(t *testing.T) {
 		var closed *websocket.CloseError
 		if !errors.As(err, &closed) || closed.Code != closePolicyViolation || !strings.Contains(closed.Text, "recording required") {
 			t.Errorf("the stream ended with %v, want a close frame saying the recording failed", err)
+		}
+	})
+	t.Run("SPDY: closed with a Status when the recording fails", func(t *testing.T) {
+		s := newFailingStore(t, false)
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, FlushInterval: 20 * time.Millisecond}), echoSPDYExecBackend(t))
+		u, err := url.Parse(strings.Replace(base, "ws://", "http://", 1) + "/proxy" + execPath)
+		must(t, err)
+		executor, err := remotecommand.NewSPDYExecutor(&rest.Config{Host: u.Host}, http.MethodPost, u)
+		must(t, err)
+		stdin, typing := io.Pipe()
+		defer typing.Close()
+		stdout := &lockedBuffer{}
+		ended := make(chan error, 1)
+		go func() {
+			ended <- executor.StreamWithContext(context.Background(), remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout})
+		}()
+		_, _ = io.WriteString(typing, "echo\n")
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(stdout.String(), "echo\n") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the echo did not come back: %q", stdout.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		s.fail.Store(true)
+		// Keep the recording busy until its next chunk fails.
+		go func() {
+			for {
+				if _, err := io.WriteString(typing, "more\n"); err != nil {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}()
+		select {
+		case err = <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the stream was not closed")
+		}
+		if err == nil || !strings.Contains(err.Error(), "recording required") || !strings.Contains(err.Error(), "the disk is full") {
+			t.Errorf("the stream ended with %v, want the Status saying the recording failed", err)
 		}
 	})
 	t.Run("best-effort lets it run", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 	"k8s.io/utils/clock"
@@ -36,8 +37,15 @@ func frame(payload int, masked bool) []byte {
 	return append(b, bytes.Repeat([]byte{'x'}, payload)...)
 }
 
+// spdyFrame is a SPDY data frame on stream 1 with payload bytes.
+func spdyFrame(payload int) []byte {
+	b := []byte{0, 0, 0, 1, 0, byte(payload >> 16), byte(payload >> 8), byte(payload)}
+	return append(b, bytes.Repeat([]byte{'x'}, payload)...)
+}
+
 func TestFrameTracker(t *testing.T) {
 	switching := []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+	spdySwitching := []byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n")
 	join := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	tests := []struct {
 		name     string
@@ -53,6 +61,10 @@ func TestFrameTracker(t *testing.T) {
 		{"mid payload", join(switching, frame(300, false))[:len(switching)+100], false},
 		{"mid header", join(switching, frame(300, false))[:len(switching)+3], false},
 		{"not switching", []byte("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n"), false},
+		{"unknown upgrade", []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n"), false},
+		{"SPDY frames", join(spdySwitching, spdyFrame(0), spdyFrame(5), spdyFrame(70000)), true},
+		{"SPDY mid header", join(spdySwitching, spdyFrame(5))[:len(spdySwitching)+6], false},
+		{"SPDY mid payload", join(spdySwitching, spdyFrame(300))[:len(spdySwitching)+100], false},
 	}
 	for _, tt := range tests {
 		// Every way of cutting the stream into writes gives the same answer.
@@ -71,9 +83,15 @@ func TestFrameTracker(t *testing.T) {
 }
 
 func TestCloseFrameReasonFits(t *testing.T) {
-	f := closeFrame(closePolicyViolation, strings.Repeat("é", 100))
-	if len(f) > 2+125 || int(f[1]) != len(f)-2 {
-		t.Errorf("close frame of %d bytes says %d", len(f), f[1])
+	for _, reason := range []string{strings.Repeat("é", 100), "recording required: " + strings.Repeat("x", 200) + ": connection refused"} {
+		f := closeFrame(closePolicyViolation, reason)
+		if len(f) > 2+125 || int(f[1]) != len(f)-2 || !utf8.Valid(f[4:]) {
+			t.Errorf("close frame of %d bytes says %d: %q", len(f), f[1], f[4:])
+		}
+		if got := string(f[4:]); strings.HasPrefix(reason, "recording") &&
+			(!strings.HasPrefix(got, "recording required: x") || !strings.HasSuffix(got, "x: connection refused")) {
+			t.Errorf("the reason %q lost its start or its cause", got)
+		}
 	}
 }
 
@@ -165,7 +183,7 @@ func TestWebSocketToAClientThatStoppedReading(t *testing.T) {
 
 func TestFrameTrackerSeesTheTargetsCloseFrame(t *testing.T) {
 	var f frameTracker
-	f.feed([]byte("HTTP/1.1 101 Switching Protocols\r\n\r\n"))
+	f.feed([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"))
 	f.feed(frame(3, false))
 	if f.closing {
 		t.Fatal("a data frame taken for a close frame")
@@ -173,5 +191,38 @@ func TestFrameTrackerSeesTheTargetsCloseFrame(t *testing.T) {
 	f.feed([]byte{0x88, 2, 0x03, 0xe8})
 	if !f.closing {
 		t.Error("the target's close frame went unnoticed: a second one would follow")
+	}
+}
+
+// TestBoundaryIn: the tracker finds where the frame in progress ends in
+// the next write, for both protocols, without moving itself.
+func TestBoundaryIn(t *testing.T) {
+	ws := []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n")
+	spdy := []byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: SPDY/3.1\r\n\r\n")
+	tests := []struct {
+		name           string
+		response, next []byte
+	}{
+		{"WebSocket", ws, frame(300, false)},
+		{"WebSocket, 64-bit length", ws, frame(70000, false)},
+		{"SPDY", spdy, spdyFrame(300)},
+	}
+	for _, tt := range tests {
+		// Cut the frame after every length of its header, and in its payload.
+		for _, cut := range []int{0, 1, 3, 9, len(tt.next) - 1} {
+			var f frameTracker
+			f.feed(tt.response)
+			f.feed(tt.next[:cut])
+			rest := append(append([]byte(nil), tt.next[cut:]...), tt.next...)
+			if got, want := f.boundaryIn(rest), len(tt.next)-cut; got != want {
+				t.Errorf("%s cut at %d: the frame ends after %d bytes, want %d", tt.name, cut, got, want)
+			}
+			if got := f.boundaryIn(tt.next[cut : len(tt.next)-1]); cut < len(tt.next)-1 && got != -1 {
+				t.Errorf("%s cut at %d: a boundary at %d in a write that ends before the frame", tt.name, cut, got)
+			}
+			if f.atBoundary() != (cut == 0) {
+				t.Errorf("%s cut at %d: boundaryIn moved the tracker", tt.name, cut)
+			}
+		}
 	}
 }

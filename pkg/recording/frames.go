@@ -77,6 +77,19 @@ type frameDecoder interface {
 // Protocol names the stream protocol the target chose, once known.
 func (d *decoder) Protocol() string { return d.subprotocol }
 
+// spdyErrorStream is the id of the SPDY stream the client opened as its
+// error channel; 0 if it opened none or the stream is not SPDY.
+func (d *decoder) spdyErrorStream() uint32 {
+	if spdy, ok := d.protocol.(*spdyDecoder); ok {
+		for id, channel := range spdy.channels {
+			if channel == channelError {
+				return uint32(id)
+			}
+		}
+	}
+	return 0
+}
+
 // feed decodes b, which went from the client to the target when
 // fromClient, and emits what it carried. After an error, it ignores all
 // further bytes and returns that error again.

@@ -98,7 +98,8 @@ func (s *Stream) Recording() bool {
 }
 
 // OnFailure sets what to do when the recording fails while the stream
-// runs; under PolicyRequired it is told, under best-effort never.
+// runs; under PolicyRequired it is told, with a *Failure, from the
+// recording's goroutine; under best-effort never.
 func (s *Stream) OnFailure(f func(error)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -252,6 +253,20 @@ func (s *Stream) fail(err error) {
 	klog.ErrorS(err, "Recording failed", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream,
 		"policy", s.recorder.cfg.Policy)
 	if s.recorder.Required() && onFail != nil {
-		onFail(fmt.Errorf("recording required: %w", err))
+		onFail(&Failure{Err: fmt.Errorf("recording required: %w", err), SPDYErrorStream: s.cast.decoder.spdyErrorStream()})
 	}
 }
+
+// Failure is what OnFailure is told when a recording fails under
+// PolicyRequired: why, and what the relay needs to tell the client so.
+type Failure struct {
+	Err error
+	// SPDYErrorStream is the SPDY stream (streamType "error") on which the
+	// client reads how the command ended, where the relay can say why the
+	// stream ends; 0 when the stream is not SPDY or the client opened none.
+	SPDYErrorStream uint32
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+
+func (f *Failure) Unwrap() error { return f.Err }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	osexec "os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,13 +19,15 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
 // TestRecordingS3 runs two replicas that keep recordings in a real S3
 // server (versitygw) under --recording=required: an exec through each
 // replica is read back, after the session is deleted, from either replica;
-// while the S3 server is stopped a new exec is refused, and once it is back
-// exec works again.
+// when the S3 server stops, open execs (WebSocket and SPDY) are closed with
+// a message saying the recording failed and a new exec is refused; once it
+// is back exec works again.
 func TestRecordingS3(t *testing.T) {
 	ctx := context.Background()
 	s3, err := cp.StartS3(ctx, "recordings")
@@ -54,8 +58,9 @@ func TestRecordingS3(t *testing.T) {
 	base := fmt.Sprintf("/apis/clustergate.dev/v1alpha1/namespaces/%s/sessions/s3/recordings", ns)
 	grant(t, ns, "audrey", "clustergate:session-auditor")
 	// finished waits until replica r lists a finished recording of every
-	// stream typed into, whichever replica recorded it.
-	typed := map[string]bool{}
+	// stream typed into, whichever replica recorded it, and the recordings
+	// cut by the store's outage (cut), finished or not.
+	typed, cut := map[string]bool{}, 0
 	finished := func(t *testing.T, r localcluster.Replica) []recording.StreamSummary {
 		t.Helper()
 		var streams struct{ Items []recording.StreamSummary }
@@ -63,13 +68,17 @@ func TestRecordingS3(t *testing.T) {
 			if err := json.Unmarshal(getAs(t, cp.FrontProxyConfig(r.URL, "audrey"), base), &streams); err != nil {
 				return err
 			}
-			if len(streams.Items) != len(typed) {
+			if len(streams.Items) != len(typed)+cut {
 				return fmt.Errorf("streams %+v", streams.Items)
 			}
+			complete := 0
 			for _, s := range streams.Items {
-				if s.Manifest == nil {
-					return fmt.Errorf("stream %s unfinished", s.Stream)
+				if s.Manifest != nil && s.Manifest.Failed == "" {
+					complete++
 				}
+			}
+			if complete != len(typed) {
+				return fmt.Errorf("%d of %d recordings finished: %+v", complete, len(typed), streams.Items)
 			}
 			return nil
 		})
@@ -83,12 +92,36 @@ func TestRecordingS3(t *testing.T) {
 		typed[in] = true
 	}
 
-	t.Run("required refuses streams while the store is down", func(t *testing.T) {
+	t.Run("required closes open streams and refuses new ones while the store is down", func(t *testing.T) {
 		// A recording's last chunk and manifest are written as its stream
 		// ends: stop the store only once they are.
 		finished(t, replicas[0])
+		kubeconfig := dataPlaneKubeconfigAt(t, replicas[0].DataPlaneURL, ns, "s3", "sre")
+		open := map[string]*openExec{
+			"WebSocket": startExec(t, kubeconfig, "recorded-s3", false),
+			"SPDY":      startExec(t, kubeconfig, "recorded-s3", true),
+		}
+		for _, e := range open {
+			e.typeLine(t, "typed before the store went down")
+		}
 		if err := s3.Stop(); err != nil {
 			t.Fatal(err)
+		}
+		stopped := time.Now()
+		cut = len(open)
+		// A recording writes what it was given every
+		// --recording-flush-interval (1s), each write bounded by the
+		// recorder's write timeout (10s): the streams end within both.
+		const within = 11 * time.Second
+		for protocol, e := range open {
+			t.Run(protocol, func(t *testing.T) {
+				stderr, err := e.endsWhileTyping(within)
+				t.Logf("kubectl exec ended %s after the store stopped: %v: %s", time.Since(stopped).Round(time.Millisecond), err, stderr)
+				if err == nil || !strings.Contains(stderr, "recording required: ") {
+					t.Errorf("kubectl exec ended %s after the store stopped: %v, stderr %q; want an error saying the recording failed",
+						time.Since(stopped).Round(time.Millisecond), err, stderr)
+				}
+			})
 		}
 		out, err := exec(replicas[0], "not recorded\n")
 		if err == nil || !strings.Contains(out+err.Error(), "must record interactive streams (--recording=required) and cannot") {
@@ -111,6 +144,10 @@ func TestRecordingS3(t *testing.T) {
 			streams := finished(t, r)
 			seen := map[string]bool{}
 			for _, s := range streams {
+				if s.Manifest == nil || s.Manifest.Failed != "" {
+					// Cut by the store's outage.
+					continue
+				}
 				cast := string(getAs(t, auditor, base+"/streams/"+s.Stream))
 				if int64(len(cast)) != s.Manifest.Length || s.Way != "data_plane" {
 					t.Errorf("stream %+v: %d bytes of asciicast", s, len(cast))
@@ -142,6 +179,71 @@ func TestRecordingS3(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+// openExec is a kubectl exec -i of cat that runs until its standard input
+// closes.
+type openExec struct {
+	stdin  io.WriteCloser
+	stdout *e2echeck.SyncBuffer
+	stderr *e2echeck.SyncBuffer
+	ended  chan error
+}
+
+// startExec starts kubectl exec -i of cat in pod, over SPDY if spdy is set
+// (WebSocket otherwise), and stops it when the test ends.
+func startExec(t *testing.T, kubeconfig, pod string, spdy bool) *openExec {
+	t.Helper()
+	cmd := osexec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", "default", "exec", "-i", pod, "--", "cat")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("KUBECTL_REMOTE_COMMAND_WEBSOCKETS=%t", !spdy))
+	e := &openExec{stdout: &e2echeck.SyncBuffer{}, stderr: &e2echeck.SyncBuffer{}, ended: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = e.stdout, e.stderr
+	var err error
+	if e.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { e.ended <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = e.stdin.Close()
+	})
+	return e
+}
+
+// typeLine types line into the exec and waits for cat's echo.
+func (e *openExec) typeLine(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(e.stdin, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 15*time.Second, "cat echoes the line", func() error {
+		if !strings.Contains(e.stdout.String(), line+"\n") {
+			return fmt.Errorf("kubectl printed %q, stderr %q", e.stdout.String(), e.stderr.String())
+		}
+		return nil
+	})
+}
+
+// endsWhileTyping types a line every 100ms, as someone at work would, until
+// kubectl exits, for at most within; it returns what kubectl printed on
+// standard error and how it exited.
+func (e *openExec) endsWhileTyping(within time.Duration) (string, error) {
+	deadline := time.After(within)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-e.ended:
+			return e.stderr.String(), err
+		case <-deadline:
+			return e.stderr.String(), fmt.Errorf("kubectl exec still runs after %s", within)
+		case <-tick.C:
+			_, _ = io.WriteString(e.stdin, "typed while the store is down\n")
+		}
 	}
 }
 

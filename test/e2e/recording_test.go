@@ -7,14 +7,21 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
 // dataPlaneKubeconfig writes a kubeconfig that reaches session ns/name
@@ -67,24 +74,29 @@ func TestRecording(t *testing.T) {
 	sreSession(t, ns, "recorded-dp")
 	sre := dataPlaneKubeconfig(t, ns, "recorded-dp", "sre")
 
-	// What is typed into each stream, by session and by the protocol the
-	// target chose: kubectl speaks WebSocket (v5.channel.k8s.io) unless
-	// told to use SPDY (v4.channel.k8s.io).
+	// The streams typed into: kubectl speaks WebSocket (v5.channel.k8s.io)
+	// unless told to use SPDY (v4.channel.k8s.io); with -t it types on a
+	// terminal.
 	const websocket, spdy = "v5.channel.k8s.io", "v4.channel.k8s.io"
-	typed := map[string]map[string]string{
-		"recorded":    {websocket: "typed through the aggregated proxy\nand a second line\n", spdy: "typed over SPDY\n"},
-		"recorded-dp": {websocket: "typed through the data plane\n"},
+	runs := []*recordedExec{
+		{session: "recorded", kubeconfig: aliceSession, protocol: websocket, typed: "typed through the aggregated proxy\nand a second line\n"},
+		{session: "recorded", kubeconfig: aliceSession, protocol: spdy, typed: "typed over SPDY\n"},
+		{session: "recorded-dp", kubeconfig: sre, protocol: websocket, typed: "typed through the data plane\n"},
+		{session: "recorded", kubeconfig: aliceSession, protocol: websocket, tty: true},
+		{session: "recorded", kubeconfig: aliceSession, protocol: spdy, tty: true},
+		{session: "recorded-dp", kubeconfig: sre, protocol: websocket, tty: true},
 	}
-	for _, run := range []struct{ session, kubeconfig, protocol string }{
-		{"recorded", aliceSession, websocket}, {"recorded", aliceSession, spdy}, {"recorded-dp", sre, websocket},
-	} {
-		t.Run("exec "+run.session+" "+run.protocol, func(t *testing.T) {
+	for _, run := range runs {
+		t.Run(run.String(), func(t *testing.T) {
 			if run.protocol == spdy {
 				t.Setenv("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false")
 			}
-			in := typed[run.session][run.protocol]
-			out, err := cp.Kubectl(ctx, run.kubeconfig, []byte(in), "-n", "default", "exec", "-i", "recorded", "--", "cat")
-			if err != nil || string(out) != in {
+			if run.tty {
+				run.typed, run.shown = execOnTerminal(t, run.kubeconfig, "recorded", "typed on a terminal "+run.session+" "+run.protocol, "after a resize")
+				return
+			}
+			out, err := cp.Kubectl(ctx, run.kubeconfig, []byte(run.typed), "-n", "default", "exec", "-i", "recorded", "--", "cat")
+			if err != nil || string(out) != run.typed {
 				t.Fatalf("exec -i cat: %q %v", out, err)
 			}
 		})
@@ -106,7 +118,7 @@ func TestRecording(t *testing.T) {
 				if err := json.Unmarshal([]byte(out), &streams); err != nil {
 					return err
 				}
-				if len(streams.Items) != len(typed[session]) {
+				if len(streams.Items) != countRuns(runs, session) {
 					return fmt.Errorf("streams %+v", streams.Items)
 				}
 				for _, s := range streams.Items {
@@ -130,19 +142,29 @@ func TestRecording(t *testing.T) {
 				return nil
 			})
 			for _, s := range streams.Items {
-				in, ok := typed[session][s.Manifest.Protocol]
-				if !ok || s.Owner == "" || s.Way != way || s.Pod != "recorded" || strings.Join(s.Command, " ") != "cat" || !s.Stdin || s.Manifest.Failed != "" {
+				run := findRun(runs, session, s.Manifest.Protocol, s.TTY)
+				if run == nil || s.Owner == "" || s.Way != way || s.Pod != "recorded" || strings.Join(s.Command, " ") != "cat" || !s.Stdin || s.Manifest.Failed != "" {
 					t.Errorf("stream %+v, manifest %+v", s, s.Manifest)
 					continue
 				}
-				// cat echoes every line: what was typed, then what came back.
 				replay := mustSession(t, auditor, ns, "", "replay", session, s.Stream, "--speed", "0")
-				if want := in + in; replay != want && !sameLines(replay, want) {
-					t.Errorf("%s: replay printed %q, want what was typed and its echo %q", s.Manifest.Protocol, replay, want)
+				switch {
+				case run.tty:
+					// The terminal echoes what is typed: the replay shows
+					// what the user's terminal showed, byte for byte.
+					if replay != run.shown {
+						t.Errorf("%s: replay printed %q, want what the terminal showed %q", run, replay, run.shown)
+					}
+				// cat echoes every line: what was typed, then what came back.
+				case replay != run.typed+run.typed && !sameLines(replay, run.typed+run.typed):
+					t.Errorf("%s: replay printed %q, want what was typed and its echo %q", run, replay, run.typed+run.typed)
 				}
 				cast := mustSession(t, auditor, ns, "", "replay", session, s.Stream, "-o", "json")
 				if int64(len(cast)) != s.Manifest.Length {
 					t.Errorf("the asciicast has %d bytes, the manifest says %d", len(cast), s.Manifest.Length)
+				}
+				if run.tty {
+					checkTerminalCast(t, cast, run)
 				}
 				if !strings.Contains(list, s.Stream) || !strings.Contains(history, s.Stream) {
 					t.Errorf("stream %s is not in the list or the history:\n%s\n%s", s.Stream, list, history)
@@ -177,4 +199,168 @@ func sameLines(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// recordedExec is one kubectl exec of cat whose recording TestRecording
+// checks: what was typed into it and, on a terminal, what it showed.
+type recordedExec struct {
+	session, kubeconfig, protocol string
+	tty                           bool
+	typed, shown                  string
+}
+
+func (r *recordedExec) String() string {
+	flags := "-i"
+	if r.tty {
+		flags = "-it"
+	}
+	return "exec " + flags + " " + r.session + " " + r.protocol
+}
+
+// countRuns is how many of runs went through session.
+func countRuns(runs []*recordedExec, session string) int {
+	n := 0
+	for _, r := range runs {
+		if r.session == session {
+			n++
+		}
+	}
+	return n
+}
+
+// findRun is the run through session with protocol and tty, nil if none.
+func findRun(runs []*recordedExec, session, protocol string, tty bool) *recordedExec {
+	for _, r := range runs {
+		if r.session == session && r.protocol == protocol && r.tty == tty {
+			return r
+		}
+	}
+	return nil
+}
+
+// The window execOnTerminal starts with, and the one it changes to.
+const (
+	terminalCols, terminalRows = 80, 24
+	resizedCols, resizedRows   = 120, 40
+)
+
+// execOnTerminal runs kubectl exec -it of cat in pod on a pseudo-terminal
+// of its own, as a person at a terminal does: it types lines, each once
+// the one before came back (Enter is a carriage return on a raw terminal),
+// resizes the window after the first, and ends with Ctrl-D. It returns the
+// bytes typed and the bytes the terminal showed.
+func execOnTerminal(t *testing.T, kubeconfig, pod string, lines ...string) (typed, shown string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", kubeconfig, "-n", "default", "exec", "-it", pod, "--", "cat")
+	terminal, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: terminalCols, Rows: terminalRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer terminal.Close()
+	screen := &e2echeck.SyncBuffer{}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		// The terminal reads fail (EIO) once kubectl is gone.
+		_, _ = io.Copy(screen, terminal)
+	}()
+	showing := screen.String
+	// Typed before kubectl makes the terminal raw, a line would be echoed
+	// and edited by the test's terminal instead of the pod's.
+	eventually(t, 15*time.Second, "kubectl makes the terminal raw", func() error {
+		conn, err := terminal.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var termios *unix.Termios
+		if cerr := conn.Control(func(fd uintptr) { termios, err = unix.IoctlGetTermios(int(fd), unix.TCGETS) }); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return err
+		}
+		if termios.Lflag&(unix.ICANON|unix.ECHO) != 0 {
+			return fmt.Errorf("the terminal still echoes and edits lines: %s", showing())
+		}
+		return nil
+	})
+	var in, want strings.Builder
+	typeIn := func(s string) {
+		in.WriteString(s)
+		if _, err := io.WriteString(terminal, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, line := range lines {
+		typeIn(line + "\r")
+		// The pod's terminal echoes the line, then cat writes it back.
+		want.WriteString(line + "\r\n" + line + "\r\n")
+		eventually(t, 15*time.Second, "the line and cat's answer show", func() error {
+			if got := showing(); got != want.String() {
+				return fmt.Errorf("the terminal shows %q, want %q", got, want.String())
+			}
+			return nil
+		})
+		if i == 0 {
+			if err := pty.Setsize(terminal, &pty.Winsize{Cols: resizedCols, Rows: resizedRows}); err != nil {
+				t.Fatal(err)
+			}
+			// kubectl sends the new size on a stream of its own, apart
+			// from what is typed next.
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	typeIn("\x04")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("kubectl exec -it: %v; the terminal shows %q", err, showing())
+	}
+	<-read
+	return in.String(), showing()
+}
+
+// checkTerminalCast checks the asciicast of run, typed on a terminal by
+// execOnTerminal: its header says so and has the first window size, its
+// input events are the bytes typed, its output events the bytes shown, and
+// a resize event has the new window size.
+func checkTerminalCast(t *testing.T, cast string, run *recordedExec) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(cast, "\n"), "\n")
+	var header struct {
+		Width, Height int
+		Clustergate   recording.StreamInfo
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &header); err != nil {
+		t.Fatalf("%s: header %q: %v", run, lines[0], err)
+	}
+	if !header.Clustergate.TTY || header.Width != terminalCols || header.Height != terminalRows {
+		t.Errorf("%s: header %q, want tty and %dx%d", run, lines[0], terminalCols, terminalRows)
+	}
+	var input, output strings.Builder
+	var resizes []string
+	for _, line := range lines[1:] {
+		var e [3]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%s: event %q: %v", run, line, err)
+		}
+		data, _ := e[2].(string)
+		switch e[1] {
+		case "i":
+			input.WriteString(data)
+		case "o":
+			output.WriteString(data)
+		case "r":
+			resizes = append(resizes, data)
+		}
+	}
+	if input.String() != run.typed {
+		t.Errorf("%s: input events %q, want what was typed %q", run, input.String(), run.typed)
+	}
+	if output.String() != run.shown {
+		t.Errorf("%s: output events %q, want what the terminal showed %q", run, output.String(), run.shown)
+	}
+	if resized := fmt.Sprintf("%dx%d", resizedCols, resizedRows); !slices.Contains(resizes, resized) {
+		t.Errorf("%s: resize events %q, want one to %s", run, resizes, resized)
+	}
 }

@@ -5,6 +5,7 @@ module github.com/clustergate/clustergate/hack/tools/node
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	k8s.io/cri-streaming v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd

@@ -5,8 +5,9 @@
 // serves only what a kube-apiserver asks of a kubelet for exec and
 // port-forward, over verified TLS, so that streams through sessions/proxy
 // can be tried end to end without containers. Its "containers" run two
-// built-in commands, echo and cat; every forwarded port is an echo service.
-// Nothing runs on, or is reached on, the machine itself.
+// built-in commands, echo and cat, on a pseudo-terminal of their own when
+// the exec asks for one (kubectl exec -t); every forwarded port is an echo
+// service. Nothing runs on, or is reached on, the machine itself.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/creack/pty"
 	"k8s.io/cri-streaming/pkg/streaming/portforward"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	"k8s.io/klog/v2"
@@ -84,8 +86,16 @@ func serveExec(w http.ResponseWriter, req *http.Request) {
 // builtins runs the commands of the stand-in containers.
 type builtins struct{}
 
-func (builtins) ExecInContainer(_ context.Context, pod, _, container string, cmd []string, in io.Reader, out, _ io.WriteCloser, _ bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
-	klog.InfoS("Exec", "pod", pod, "container", container, "command", cmd)
+func (builtins) ExecInContainer(_ context.Context, pod, _, container string, cmd []string, in io.Reader, out, _ io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, _ time.Duration) error {
+	klog.InfoS("Exec", "pod", pod, "container", container, "command", cmd, "tty", tty)
+	if tty {
+		return runOnTerminal(cmd, in, out, resize)
+	}
+	return runBuiltin(cmd, in, out)
+}
+
+// runBuiltin runs a built-in command.
+func runBuiltin(cmd []string, in io.Reader, out io.Writer) error {
 	switch {
 	case len(cmd) > 0 && cmd[0] == "echo":
 		_, err := fmt.Fprintln(out, strings.Join(cmd[1:], " "))
@@ -95,6 +105,41 @@ func (builtins) ExecInContainer(_ context.Context, pod, _, container string, cmd
 		return err
 	}
 	return utilexec.CodeExitError{Err: fmt.Errorf("%q: only echo and cat run here", cmd), Code: 127}
+}
+
+// runOnTerminal runs a built-in command with a pseudo-terminal as its
+// input and output, as a container runtime does for exec -t: the
+// terminal's line discipline echoes what is typed, turns Enter into a new
+// line and Ctrl-D into the end of input, and takes the client's window
+// size, so that what the client sees is what a real terminal shows.
+func runOnTerminal(cmd []string, in io.Reader, out io.Writer, resize <-chan remotecommand.TerminalSize) error {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		return err
+	}
+	defer ptmx.Close()
+	go func() {
+		for size := range resize {
+			_ = pty.Setsize(ptmx, &pty.Winsize{Rows: size.Height, Cols: size.Width})
+		}
+	}()
+	if in != nil {
+		go func() { _, _ = io.Copy(ptmx, in) }()
+	}
+	// The terminal's output ends (EIO) once its last user closed it.
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, ptmx)
+	}()
+	var input io.Reader
+	if in != nil {
+		input = tty
+	}
+	err = runBuiltin(cmd, input, tty)
+	_ = tty.Close()
+	<-copied
+	return err
 }
 
 func servePortForward(w http.ResponseWriter, req *http.Request) {

@@ -7,6 +7,7 @@ module github.com/clustergate/clustergate/hack/tools/process-kubelet
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/google/go-containerregistry v0.22.1
 	github.com/prometheus/client_model v0.6.3
 	github.com/virtual-kubelet/virtual-kubelet v1.14.1

@@ -17,6 +17,7 @@ import (
 
 	utilexec "k8s.io/utils/exec"
 
+	"github.com/creack/pty"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
@@ -276,8 +277,8 @@ func (pr *provider) container(namespace, podName, name string) (*container, erro
 	return nil, errdefs.NotFoundf("container %s of pod %s/%s has not started", name, namespace, podName)
 }
 
-// RunInContainer runs cmd inside the container (kubectl exec), without a
-// terminal.
+// RunInContainer runs cmd inside the container (kubectl exec), on a
+// pseudo-terminal of its own when the client asks for one (exec -t).
 func (pr *provider) RunInContainer(ctx context.Context, namespace, podName, containerName string, cmd []string, attach api.AttachIO) error {
 	c, err := pr.container(namespace, podName, containerName)
 	if err != nil {
@@ -287,6 +288,23 @@ func (pr *provider) RunInContainer(ctx context.Context, namespace, podName, cont
 	if err != nil {
 		return err
 	}
+	if attach.TTY() {
+		err = runOnTerminal(ctx, command, attach)
+	} else {
+		err = runAttached(ctx, command, attach)
+	}
+	var exited *exec.ExitError
+	if errors.As(err, &exited) && exited.Exited() {
+		// The node API reports the exit code (kubectl exec exits with it)
+		// only for this type.
+		return utilexec.CodeExitError{Err: err, Code: exited.ExitCode()}
+	}
+	return err
+}
+
+// runAttached runs command with the client's streams as its own, until it
+// exits or ctx ends.
+func runAttached(ctx context.Context, command *exec.Cmd, attach api.AttachIO) error {
 	if attach.Stdin() != nil {
 		command.Stdin = attach.Stdin()
 	}
@@ -294,16 +312,56 @@ func (pr *provider) RunInContainer(ctx context.Context, namespace, podName, cont
 	if err := command.Start(); err != nil {
 		return err
 	}
+	defer context.AfterFunc(ctx, func() { _ = command.Process.Kill() })()
+	return command.Wait()
+}
+
+// runOnTerminal runs command on a new pseudo-terminal, its standard
+// streams and controlling terminal, as a container runtime does for
+// exec -t: the terminal echoes what the client types and takes the
+// client's window sizes; everything it writes goes to the client's
+// standard output.
+func runOnTerminal(ctx context.Context, command *exec.Cmd, attach api.AttachIO) error {
+	terminal, err := pty.Start(command)
+	if err != nil {
+		return err
+	}
+	defer terminal.Close()
+	defer context.AfterFunc(ctx, func() { _ = command.Process.Kill() })()
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		<-ctx.Done()
-		_ = command.Process.Kill()
+		for {
+			select {
+			case size := <-attach.Resize():
+				// virtual-kubelet passes zero sizes on once the client's
+				// resize stream ended.
+				if size.Width == 0 && size.Height == 0 {
+					return
+				}
+				_ = pty.Setsize(terminal, &pty.Winsize{Cols: size.Width, Rows: size.Height})
+			case <-done:
+				return
+			}
+		}
+	}()
+	if in := attach.Stdin(); in != nil {
+		go func() { _, _ = io.Copy(terminal, in) }()
+	}
+	out := io.Writer(io.Discard)
+	if attach.Stdout() != nil {
+		out = attach.Stdout()
+	}
+	// The terminal's output ends (EIO) once no process holds it open.
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, terminal)
 	}()
 	err = command.Wait()
-	var exited *exec.ExitError
-	if errors.As(err, &exited) && exited.Exited() {
-		// The node API reports the exit code (kubectl exec exits with it)
-		// only for this type.
-		return utilexec.CodeExitError{Err: err, Code: exited.ExitCode()}
+	select {
+	case <-copied:
+	case <-ctx.Done():
 	}
 	return err
 }

@@ -7,10 +7,12 @@ package e2echeck
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,4 +89,24 @@ func CertSerial(t testing.TB, kubeconfig []byte) string {
 		t.Fatal(err)
 	}
 	return cert.SerialNumber.String()
+}
+
+// SyncBuffer is a buffer that a command writes while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is what was written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
