@@ -131,7 +131,7 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 	info.StartTime = r.cfg.Clock.Now()
 	info.Stream = newStreamID(info.StartTime, r.cfg.Replica)
 	info.Replica = r.cfg.Replica
-	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream),
+	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream), capturing: true,
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	s.space = sync.NewCond(&s.mu)
 	data, err := json.Marshal(info)
@@ -154,7 +154,6 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 	}
 	recordedStreams.Inc()
 	writtenBytes.Add(float64(len(data)))
-	s.cast = newCastWriter(info)
 	go s.run()
 	return s, nil
 }
