@@ -23,7 +23,7 @@ func finishRecordings(b *testing.B, conn net.Conn, s store.Store, streamed int) 
 	cpu := processCPU(b)
 	_ = conn.Close()
 	reader := recording.Reader{Store: s}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		streams, err := reader.Streams(context.Background(), "sre", "fix")
 		if err != nil {
 			b.Fatal(err)

@@ -40,8 +40,11 @@ type Stream struct {
 	chunk  []byte
 	queued int
 	// nextSize is what a new chunk is made to hold: what the last one
-	// held, so that a fast stream does not grow each chunk anew.
+	// held, so that a fast stream does not grow each chunk anew. spare is
+	// the buffer of the last chunk written, for the next one; a stream
+	// that captured nothing in a FlushInterval gives it back to the pool.
 	nextSize int
+	spare    []byte
 	// answer collects the target's answer to the upgrade until its end;
 	// answered is set then, and capturing is cleared when the target did
 	// not switch protocols: there is no stream to record.
@@ -130,7 +133,11 @@ func (s *Stream) takeAnswer(at time.Duration, b []byte) {
 // capture appends a record to the chunk, in a larger buffer when it does
 // not fit, and wakes the recording once the chunk is due to be written.
 func (s *Stream) capture(at time.Duration, fromClient bool, b []byte) {
-	if need := len(s.chunk) + len(captureMagic) + recordHeaderMax + len(b); need > cap(s.chunk) {
+	need := len(s.chunk) + len(captureMagic) + recordHeaderMax + len(b)
+	if s.chunk == nil && cap(s.spare) >= max(need, s.nextSize) {
+		s.chunk, s.spare = s.spare, nil
+	}
+	if need > cap(s.chunk) {
 		grown := getChunkBuffer(max(need, s.nextSize, 4*cap(s.chunk)))
 		grown = append(grown, s.chunk...)
 		putChunkBuffer(s.chunk)
@@ -198,9 +205,21 @@ func (s *Stream) writeChunk(last bool) {
 	s.mu.Lock()
 	chunk, failed := s.chunk, s.failed != nil
 	s.chunk, s.queued, s.nextSize = nil, 0, len(chunk)
+	if len(chunk) == 0 || last || failed {
+		putChunkBuffer(s.spare)
+		s.spare = nil
+	}
 	s.space.Broadcast()
 	s.mu.Unlock()
-	defer putChunkBuffer(chunk)
+	defer func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.spare == nil && !last {
+			s.spare = chunk[:0]
+		} else {
+			putChunkBuffer(chunk)
+		}
+	}()
 	if failed || (len(chunk) == 0 && !last) {
 		return
 	}
