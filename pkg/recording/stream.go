@@ -248,22 +248,24 @@ func (s *Stream) writeChunk(last bool) {
 }
 
 // finish writes the manifest: the asciicast's length and digest, built
-// from the chunks as stored.
+// from the chunks as stored, and theirs. A store read is bounded like a
+// write, per chunk: a long recording takes as long as it takes.
 func (s *Stream) finish() {
 	r := s.recorder
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
+	end := r.cfg.Clock.Now()
 	cast := newCastWriter(s.info)
 	cast.sum = sha256.New()
 	capture := sha256.New()
 	var captureLength int64
 	renderErr := renderCast(cast, s.chunks, func(i int) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
 		chunk, err := r.cfg.Store.Get(ctx, chunkKey(s.prefix, i+1))
 		capture.Write(chunk)
 		captureLength += int64(len(chunk))
 		return chunk, err
 	}, nil)
-	m := cast.manifest(r.cfg.Clock.Now())
+	m := cast.manifest(end)
 	m.Chunks, m.CaptureLength, m.CaptureSHA256 = s.chunks, captureLength, hex.EncodeToString(capture.Sum(nil))
 	s.mu.Lock()
 	if s.failed != nil && m.Failed == "" {
@@ -274,6 +276,8 @@ func (s *Stream) finish() {
 		m.Failed = "the recording could not be read back: " + renderErr.Error()
 	}
 	data, _ := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
 	if err := r.cfg.Store.Put(ctx, s.prefix+manifestObject, data); err != nil {
 		writeFailures.Inc()
 		klog.ErrorS(err, "Recording manifest not written", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream)
