@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -103,33 +102,49 @@ func keptAnswer(header []byte) (kept []byte, upgraded bool) {
 	return append(kept, "\r\n"...), resp.StatusCode == http.StatusSwitchingProtocols
 }
 
-// chunkBuffers pools the buffers chunks are captured in, by size class:
+// chunkBuffers keeps the buffers chunks are captured in, by size class:
 // 64 KiB (a few reads of the relay) and four times as much each up to a
 // fast stream's chunk. A stream holds one as large as what it relays in a
-// FlushInterval, and an idle one none.
-var chunkBuffers [5]sync.Pool
+// FlushInterval, and an idle one none. Each class keeps up to
+// keptBufferBytes of them for the next chunks; a sync.Pool would lose
+// them at every GC, which a fast stream's allocations trigger often, and
+// a new buffer is zeroed on the stream's path.
+var chunkBuffers = func() (classes [5]chan []byte) {
+	for i := range classes {
+		classes[i] = make(chan []byte, max(1, keptBufferBytes/chunkBufferClass(i)))
+	}
+	return classes
+}()
+
+// keptBufferBytes bounds what each size class keeps of idle buffers.
+const keptBufferBytes = 16 << 20
 
 func chunkBufferClass(i int) int { return 64 << 10 << (2 * i) }
 
 // getChunkBuffer returns an empty buffer that holds at least n bytes.
 func getChunkBuffer(n int) []byte {
-	for i := range chunkBuffers {
+	for i, kept := range chunkBuffers {
 		if size := chunkBufferClass(i); size >= n {
-			if b, ok := chunkBuffers[i].Get().(*[]byte); ok {
-				return (*b)[:0]
+			select {
+			case b := <-kept:
+				return b
+			default:
+				return make([]byte, 0, size)
 			}
-			return make([]byte, 0, size)
 		}
 	}
 	return make([]byte, 0, n)
 }
 
-// putChunkBuffer gives b back for reuse, when it is of a size class.
+// putChunkBuffer gives b back for reuse, when it is of a size class and
+// the class keeps fewer than its bound.
 func putChunkBuffer(b []byte) {
-	for i := range chunkBuffers {
+	for i, kept := range chunkBuffers {
 		if chunkBufferClass(i) == cap(b) {
-			b = b[:0]
-			chunkBuffers[i].Put(&b)
+			select {
+			case kept <- b[:0]:
+			default:
+			}
 			return
 		}
 	}
