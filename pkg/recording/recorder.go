@@ -36,8 +36,9 @@ type Config struct {
 	// FlushInterval is how often recordings and request logs are written
 	// while they grow: what a replica that dies may lose.
 	FlushInterval time.Duration
-	// QueueBytes bounds what a stream may have waiting to be decoded and
-	// written; a stream that outruns its recording by more waits for it.
+	// QueueBytes bounds what a stream may have captured and not yet
+	// handed to the store; a stream that outruns its recording by more
+	// waits for it.
 	QueueBytes int
 	// Retention is how long recordings are kept; 0 keeps them.
 	Retention time.Duration
