@@ -91,6 +91,9 @@ func BenchmarkUpgradedStream(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*len(chunk)), "cpu-ns/B")
+			if tt.registry == recorded {
+				b.ReportMetric(finishRecordings(b, conn, local, b.N*len(chunk)), "finish-cpu-ns/B")
+			}
 		})
 	}
 	// The recordings kept up: none failed.

@@ -5,12 +5,13 @@ package recording
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash"
+	"io"
 	"math/bits"
 	"strconv"
 	"time"
@@ -33,7 +34,8 @@ const eventEnd = "\"]\n"
 
 // castWriter turns a stream's events into asciicast v2: a header line,
 // then one line per event, [seconds, kind, data]. The header waits for the
-// first flush, so that it carries the terminal size of the first resize.
+// first chunk with events, so that it carries the terminal size of the
+// first resize.
 type castWriter struct {
 	info    StreamInfo
 	decoder decoder
@@ -54,13 +56,45 @@ type castWriter struct {
 	openAt      float64
 	events      int
 	notUpgraded bool
-	chunks      int
 	length      int64
-	sum         hash.Hash
+	// sum, when set, takes the digest of what is written.
+	sum hash.Hash
 }
 
 func newCastWriter(info StreamInfo) *castWriter {
-	return &castWriter{info: info, sum: sha256.New()}
+	return &castWriter{info: info}
+}
+
+// renderCast builds the asciicast of a recording from its n chunks, which
+// chunk returns in order, and writes it to w, or only counts it (c's
+// length, events and sum) when w is nil. Each chunk ends what output may
+// join, as the chunks ended it when the asciicast was written as the
+// stream ran; the last one also flushes what the stream left incomplete.
+// A stream that stops decoding renders up to there.
+func renderCast(c *castWriter, n int, chunk func(i int) ([]byte, error), w io.Writer) error {
+	for i := range n {
+		data, err := chunk(i)
+		if err != nil {
+			return err
+		}
+		err = readCapture(data, func(at time.Duration, fromClient bool, b []byte) error {
+			// The decoder keeps its error; the manifest says why.
+			_ = c.feed(at, fromClient, b)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("chunk %d: %w", i+1, err)
+		}
+		if out := c.pending(i == n-1); len(out) > 0 {
+			if w != nil {
+				if _, err := w.Write(out); err != nil {
+					return err
+				}
+			}
+			c.written(out)
+		}
+	}
+	return nil
 }
 
 // feed decodes what the relay carried and appends its events; a stream
@@ -160,9 +194,10 @@ func (c *castWriter) pending(final bool) []byte {
 // written takes note that chunk, from pending, is stored; the events of
 // the next chunk are new lines.
 func (c *castWriter) written(chunk []byte) {
-	c.chunks++
 	c.length += int64(len(chunk))
-	c.sum.Write(chunk)
+	if c.sum != nil {
+		c.sum.Write(chunk)
+	}
 	c.buf = c.buf[:0]
 	c.open = ""
 }
@@ -186,7 +221,7 @@ func (c *castWriter) header() []byte {
 
 func (c *castWriter) manifest(end time.Time) Manifest {
 	m := Manifest{Stream: c.info.Stream, Protocol: c.decoder.Protocol(), EndTime: end,
-		Chunks: c.chunks, Length: c.length, SHA256: hex.EncodeToString(c.sum.Sum(nil)), Events: c.events}
+		Length: c.length, SHA256: hex.EncodeToString(c.sum.Sum(nil)), Events: c.events}
 	if c.notUpgraded {
 		m.Failed = errNotUpgraded.Error()
 	}

@@ -69,7 +69,8 @@ type decoder struct {
 	subprotocol string
 }
 
-// frameDecoder decodes the frames of one protocol in both directions.
+// frameDecoder decodes the frames of one protocol in both directions;
+// emit may be nil.
 type frameDecoder interface {
 	feed(fromClient bool, b []byte, emit func(event)) error
 }
@@ -91,8 +92,9 @@ func (d *decoder) spdyErrorStream() uint32 {
 }
 
 // feed decodes b, which went from the client to the target when
-// fromClient, and emits what it carried. After an error, it ignores all
-// further bytes and returns that error again.
+// fromClient, and emits what it carried; with a nil emit it only checks
+// that b decodes. After an error, it ignores all further bytes and
+// returns that error again.
 func (d *decoder) feed(fromClient bool, b []byte, emit func(event)) error {
 	if d.err != nil {
 		return d.err

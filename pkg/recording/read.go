@@ -21,7 +21,7 @@ import (
 // recorded it stopped first).
 type StreamSummary struct {
 	StreamInfo `json:",inline"`
-	// Bytes is what is stored of the recording.
+	// Bytes is what is stored of the recording: its chunks.
 	Bytes    int64     `json:"bytes"`
 	Manifest *Manifest `json:"manifest,omitempty"`
 }
@@ -64,7 +64,7 @@ func (r Reader) Streams(ctx context.Context, namespace, name string) ([]StreamSu
 			if err := r.readJSON(ctx, o.Key, s.Manifest); err != nil {
 				return nil, err
 			}
-		case strings.HasPrefix(object, "cast-"):
+		case strings.HasPrefix(object, chunkPrefix):
 			s.Bytes += o.Size
 		}
 	}
@@ -98,8 +98,8 @@ func (r Reader) readJSON(ctx context.Context, key string, into any) error {
 	return nil
 }
 
-// Cast returns the asciicast file of a stream of a session named name:
-// its chunks, in order.
+// Cast returns the asciicast file of a stream of a session named name,
+// built from its chunks.
 func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byte, error) {
 	if store.CheckKey(stream) != nil || strings.Contains(stream, "/") {
 		return nil, ErrNoStream
@@ -108,27 +108,32 @@ func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	var cast bytes.Buffer
-	found := false
+	var info, chunks []string
 	for _, o := range objects {
 		dir, object, ok := streamObject(o.Key)
 		if !ok || !strings.HasSuffix(dir, "/"+stream) {
 			continue
 		}
-		found = true
-		if !strings.HasPrefix(object, "cast-") {
-			continue
+		switch {
+		case object == infoObject:
+			info = append(info, o.Key)
+		case strings.HasPrefix(object, chunkPrefix):
+			chunks = append(chunks, o.Key)
 		}
-		data, err := r.Store.Get(ctx, o.Key)
-		if err != nil {
-			return nil, err
-		}
-		cast.Write(data)
 	}
-	if !found {
+	if len(info) != 1 {
 		return nil, ErrNoStream
 	}
-	return cast.Bytes(), nil
+	cast := newCastWriter(StreamInfo{})
+	if err := r.readJSON(ctx, info[0], &cast.info); err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	err = renderCast(cast, len(chunks), func(i int) ([]byte, error) { return r.Store.Get(ctx, chunks[i]) }, &out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.TrimSuffix(info[0], infoObject), err)
+	}
+	return out.Bytes(), nil
 }
 
 // Requests returns the request log of every session named name in

@@ -36,8 +36,9 @@ type Config struct {
 	// FlushInterval is how often recordings and request logs are written
 	// while they grow: what a replica that dies may lose.
 	FlushInterval time.Duration
-	// QueueBytes bounds what a stream may have waiting to be decoded and
-	// written; a stream that outruns its recording by more waits for it.
+	// QueueBytes bounds what a stream may have captured and not yet
+	// handed to the store; a stream that outruns its recording by more
+	// waits for it.
 	QueueBytes int
 	// Retention is how long recordings are kept; 0 keeps them.
 	Retention time.Duration
@@ -131,7 +132,7 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 	info.StartTime = r.cfg.Clock.Now()
 	info.Stream = newStreamID(info.StartTime, r.cfg.Replica)
 	info.Replica = r.cfg.Replica
-	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream),
+	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream), capturing: true,
 		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	s.space = sync.NewCond(&s.mu)
 	data, err := json.Marshal(info)
@@ -154,7 +155,6 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 	}
 	recordedStreams.Inc()
 	writtenBytes.Add(float64(len(data)))
-	s.cast = newCastWriter(info)
 	go s.run()
 	return s, nil
 }

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,31 +200,63 @@ func BenchmarkLogRequest(b *testing.B) {
 
 // BenchmarkStream measures the recording alone: a v5.channel.k8s.io
 // stream of terminal output (lines ending in CR LF) handed over in reads of
-// 16 KiB, as a TLS connection returns them, decoded and written to a local
-// store. Run with -cpu 1, ns/op is the CPU it costs.
+// 16 KiB, as a TLS connection returns them, captured and written to a
+// local store. cpu-ns/B is the CPU the process spends per byte until every
+// byte is stored, finish-cpu-ns/B what building the asciicast for the
+// manifest takes after the stream ended.
 func BenchmarkStream(b *testing.B) {
-	local, err := store.NewLocal(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := New(Config{Store: local, Policy: PolicyBestEffort})
-	s, err := r.OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec", Pod: "p"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.ToClient([]byte(wsResponse))
 	const line = "drwxr-xr-x 2 root root 4096 Dec  1 22:40 bin\r\n"
 	for _, masked := range []bool{false, true} {
 		frame := wsFrame(2, true, masked, channelMessage(channelStdout, strings.Repeat(line, 256<<10/len(line))))
 		b.Run(map[bool]string{false: "output", true: "masked"}[masked], func(b *testing.B) {
+			local, err := store.NewLocal(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			counted := &countingStore{Store: local}
+			r := New(Config{Store: counted, Policy: PolicyBestEffort})
+			s, err := r.OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec", Pod: "p"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.ToClient([]byte(wsResponse))
 			b.SetBytes(int64(len(frame)))
+			cpu := processCPU(b)
 			for range b.N {
 				for off := 0; off < len(frame); off += 16 << 10 {
 					s.ToClient(frame[off:min(off+16<<10, len(frame))])
 				}
 			}
+			for counted.stored.Load() < int64(b.N*len(frame)) {
+				time.Sleep(time.Millisecond)
+			}
+			b.StopTimer()
+			stored := processCPU(b)
+			s.Close()
+			s.Wait()
+			b.ReportMetric(float64(stored-cpu)/float64(b.N*len(frame)), "cpu-ns/B")
+			b.ReportMetric(float64(processCPU(b)-stored)/float64(b.N*len(frame)), "finish-cpu-ns/B")
 		})
 	}
-	s.Close()
-	s.Wait()
+}
+
+// countingStore counts the bytes written.
+type countingStore struct {
+	store.Store
+	stored atomic.Int64
+}
+
+func (s *countingStore) Put(ctx context.Context, key string, data []byte) error {
+	err := s.Store.Put(ctx, key, data)
+	s.stored.Add(int64(len(data)))
+	return err
+}
+
+// processCPU is the user and system CPU time of this process so far.
+func processCPU(tb testing.TB) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }

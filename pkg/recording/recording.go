@@ -7,11 +7,17 @@
 // store.Store under the session's namespace, name and UID, so that they
 // outlive the Session object, and reads them back for auditors.
 //
-// Recording must not slow the relay: a stream's bytes are copied into a
-// bounded queue and decoded and written from a goroutine of their own, in
-// chunks every FlushInterval, so that a replica that dies loses at most the
-// last interval. At its end a recording gets a manifest with its length
-// and SHA-256.
+// Recording must not slow the relay, so a stream is stored as it was
+// relayed, not as asciicast: its bytes are copied, with their time, into
+// chunks in the capture format (see captureMagic), which a goroutine of
+// their own checks (the stream must decode) and writes every FlushInterval,
+// so that a replica that dies loses at most the last interval. The
+// asciicast is built from the chunks when it is read (Reader.Cast), the
+// same each time. At its end, off the stream's path, a recording gets a
+// manifest with the length and SHA-256 of its asciicast and of its chunks.
+//
+// A stream's objects, under <namespace>/<name>/<uid>/streams/<id>/:
+// info.json (StreamInfo), capture-000001 and on, manifest.json (Manifest).
 package recording
 
 import (
@@ -75,9 +81,14 @@ type Manifest struct {
 	// Protocol is the stream protocol the target chose.
 	Protocol string    `json:"protocol,omitempty"`
 	EndTime  time.Time `json:"endTime"`
-	// Chunks is how many chunk objects the recording has; Length and
-	// SHA256 are of their concatenation, the asciicast file.
-	Chunks int    `json:"chunks"`
+	// Chunks is how many chunk objects, in the capture format, the
+	// recording has; CaptureLength and CaptureSHA256 are of their
+	// concatenation, as stored.
+	Chunks        int    `json:"chunks"`
+	CaptureLength int64  `json:"captureLength"`
+	CaptureSHA256 string `json:"captureSHA256"`
+	// Length and SHA256 are of the asciicast file built from the chunks,
+	// as sessions/recordings returns it.
 	Length int64  `json:"length"`
 	SHA256 string `json:"sha256"`
 	Events int    `json:"events"`
@@ -94,9 +105,10 @@ func streamPrefix(s Session, stream string) string {
 	return path.Join(s.Namespace, s.Name, string(s.UID), "streams", stream) + "/"
 }
 
-func chunkKey(prefix string, n int) string { return fmt.Sprintf("%scast-%06d", prefix, n) }
+func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%s%06d", prefix, chunkPrefix, n) }
 
 const (
+	chunkPrefix    = "capture-"
 	infoObject     = "info.json"
 	manifestObject = "manifest.json"
 	requestsDir    = "requests"

@@ -60,7 +60,7 @@ func (d *spdyDecoder) frame(f spdy.Frame, emit func(event)) error {
 			return nil
 		}
 		if channel != channelResize {
-			if e, ok := channelEvent(channel, f.Data); ok {
+			if e, ok := channelEvent(channel, f.Data); ok && emit != nil {
 				emit(e)
 			}
 			return nil
@@ -74,7 +74,7 @@ func (d *spdyDecoder) frame(f spdy.Frame, emit func(event)) error {
 			if end < 0 {
 				break
 			}
-			if e, ok := channelEvent(channelResize, d.resize[:end]); ok {
+			if e, ok := channelEvent(channelResize, d.resize[:end]); ok && emit != nil {
 				emit(e)
 			}
 			d.resize = d.resize[end+1:]

@@ -4,8 +4,12 @@
 package recording
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,77 +18,52 @@ import (
 )
 
 // Stream is the recording of one interactive stream. The relay hands it
-// every byte with FromClient and ToClient, which copy into a bounded
-// queue, blocks from a pool that the recording's goroutine gives back once
-// it decoded them, so that neither side waits for the other while the
-// recording keeps up; when the queue is full they wait for it,
-// so a stream never outruns its recording (a write to the store is bounded
-// by its timeout, after which the recording fails and stops holding the
-// stream). Close finishes it.
+// every byte with FromClient and ToClient, which append them, with their
+// time, to the chunk being captured (the capture format): on the stream's
+// path a recording costs a copy. Its own goroutine writes the chunk every
+// FlushInterval, or sooner once chunkBytes are captured, and checks on the
+// way that the stream decodes, so that a stream the recording cannot
+// follow fails it; when the chunk outgrows QueueBytes, as when the store
+// is slower than the stream, the relay waits for it, so a stream never
+// outruns its recording (a write to the store is bounded by its timeout,
+// after which the recording fails and stops holding the stream). Close
+// finishes it: the asciicast is built from the chunks written, for the
+// manifest's length and SHA-256, off the stream's path.
 type Stream struct {
 	recorder *Recorder
 	info     StreamInfo
 	prefix   string
-	cast     *castWriter
 
 	mu sync.Mutex
-	// queue holds what the relay carried since the recording last took
-	// it, its segments in order.
-	queue  []segment
+	// chunk is what the relay carried since the recording last took it;
+	// queued is its length.
+	chunk  []byte
 	queued int
-	// blocks hold the bytes of the queue, the last one filling.
-	blocks []*[]byte
-	// spareQueue and spareBlocks are the slices the recording took last
-	// time, for the next swap; only its goroutine touches them.
-	spareQueue  []segment
-	spareBlocks []*[]byte
-	// space is signalled when the queue was taken, or waiting ends.
+	// nextSize is what a new chunk is made to hold: what the last one
+	// held, so that a fast stream does not grow each chunk anew. spare is
+	// the buffer of the last chunk written, for the next one; a stream
+	// that captured nothing in a FlushInterval gives it back to the pool.
+	nextSize int
+	spare    []byte
+	// answer collects the target's answer to the upgrade until its end;
+	// answered is set then, and capturing is cleared when the target did
+	// not switch protocols: there is no stream to record.
+	answer    []byte
+	answered  bool
+	capturing bool
+	// space is signalled when the chunk was taken, or waiting ends.
 	space  *sync.Cond
 	closed bool
 	// failed is why the recording stopped, once it did; onFail is told.
 	failed error
 	onFail func(error)
 
+	// Only the recording's goroutine touches these: the chunks written,
+	// and the decoder that checks the stream as they are.
+	chunks  int
+	checker decoder
+
 	wake, closing, done chan struct{}
-}
-
-// segment is what one read or write of the relay carried, in a block of
-// the queue.
-type segment struct {
-	at         time.Duration
-	fromClient bool
-	data       []byte
-}
-
-// blockBytes is the size of the blocks queues are made of: a few reads of
-// the relay each.
-const blockBytes = 64 << 10
-
-// blockPool holds the blocks of all streams' queues: a stream that is idle
-// holds none.
-var blockPool = sync.Pool{New: func() any {
-	b := make([]byte, 0, blockBytes)
-	return &b
-}}
-
-// queueBytes copies b into the queue's last block, or a new one when it
-// does not fit, and returns the copy.
-func (s *Stream) queueBytes(b []byte) []byte {
-	var block *[]byte
-	if n := len(s.blocks); n > 0 && cap(*s.blocks[n-1])-len(*s.blocks[n-1]) >= len(b) {
-		block = s.blocks[n-1]
-	} else {
-		if len(b) <= blockBytes {
-			block = blockPool.Get().(*[]byte)
-		} else {
-			large := make([]byte, 0, len(b))
-			block = &large
-		}
-		s.blocks = append(s.blocks, block)
-	}
-	start := len(*block)
-	*block = append(*block, b...)
-	return (*block)[start:len(*block):len(*block)]
 }
 
 // ID identifies the stream within its session.
@@ -122,20 +101,65 @@ func (s *Stream) tap(fromClient bool, b []byte) {
 	for s.queued > 0 && s.queued+len(b) > s.recorder.cfg.QueueBytes && !s.closed && s.failed == nil {
 		s.space.Wait()
 	}
-	if s.closed || s.failed != nil {
+	if s.closed || s.failed != nil || !s.capturing {
 		return
 	}
-	s.queue = append(s.queue, segment{at: at, fromClient: fromClient, data: s.queueBytes(b)})
+	if !fromClient && !s.answered {
+		s.takeAnswer(at, b)
+		return
+	}
+	s.capture(at, fromClient, b)
+}
+
+// takeAnswer collects the target's answer to the upgrade and captures what
+// the recording keeps of it, and what follows it.
+func (s *Stream) takeAnswer(at time.Duration, b []byte) {
+	s.answer = append(s.answer, b...)
+	end := bytes.Index(s.answer, []byte("\r\n\r\n"))
+	if end < 0 {
+		if len(s.answer) > maxResponseHeader {
+			s.answered, s.capturing, s.answer = true, false, nil
+			s.capture(at, false, []byte(unreadableAnswer))
+		}
+		return
+	}
+	kept, upgraded := keptAnswer(s.answer[:end+4])
+	s.capture(at, false, kept)
+	if rest := s.answer[end+4:]; upgraded && len(rest) > 0 {
+		s.capture(at, false, rest)
+	}
+	s.answered, s.capturing, s.answer = true, upgraded, nil
+}
+
+// capture appends a record to the chunk, in a larger buffer when it does
+// not fit, and wakes the recording once the chunk is due to be written.
+func (s *Stream) capture(at time.Duration, fromClient bool, b []byte) {
+	need := len(s.chunk) + len(captureMagic) + recordHeaderMax + len(b)
+	if s.chunk == nil && cap(s.spare) >= max(need, s.nextSize) {
+		s.chunk, s.spare = s.spare, nil
+	}
+	if need > cap(s.chunk) {
+		grown := getChunkBuffer(max(need, s.nextSize, 4*cap(s.chunk)))
+		grown = append(grown, s.chunk...)
+		putChunkBuffer(s.chunk)
+		s.chunk = grown
+	}
+	if len(s.chunk) == 0 {
+		s.chunk = append(s.chunk, captureMagic...)
+	}
+	s.chunk = appendRecord(s.chunk, at, fromClient, b)
 	s.queued += len(b)
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if len(s.chunk) >= chunkBytes {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// Close finishes the recording: what is queued is decoded and written and
-// the manifest follows, from the recording's own goroutine. Wait waits
-// for that.
+// Close finishes the recording: what is captured is written and the
+// manifest follows, from the recording's own goroutine. Wait waits for
+// that.
 func (s *Stream) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -149,8 +173,8 @@ func (s *Stream) Close() {
 // Wait returns once the recording is finished.
 func (s *Stream) Wait() { <-s.done }
 
-// run decodes what the relay queued and writes it every FlushInterval,
-// until Close.
+// run writes what the relay captured every FlushInterval, and whenever
+// chunkBytes are captured, until Close.
 func (s *Stream) run() {
 	defer close(s.done)
 	ticker := s.recorder.cfg.Clock.NewTicker(s.recorder.cfg.FlushInterval)
@@ -158,79 +182,103 @@ func (s *Stream) run() {
 	for {
 		select {
 		case <-s.wake:
-			s.decodeQueued()
+			s.writeChunk(false)
 		case <-ticker.C():
-			s.decodeQueued()
-			s.flush(false)
+			s.writeChunk(false)
 		case <-s.closing:
-			s.decodeQueued()
-			s.flush(true)
+			s.writeChunk(true)
+			s.finish()
 			return
 		}
 	}
 }
 
-// decodeQueued takes the queue and decodes it, writing a chunk whenever
-// chunkBytes are recorded, and gives the queue's blocks back.
-func (s *Stream) decodeQueued() {
+// chunkBytes is the size at which a chunk is written before its
+// FlushInterval: a fast stream does not pile up in memory. It leaves room
+// in a buffer of 4 MiB, a size class, for the reads that come while the
+// chunk is being taken.
+const chunkBytes = 3 << 20
+
+// writeChunk takes the chunk the relay captured, checks that it decodes
+// and writes it. The last chunk is written even when empty: it tells
+// the asciicast that the stream ended there.
+func (s *Stream) writeChunk(last bool) {
 	s.mu.Lock()
-	queue, blocks := s.queue, s.blocks
-	s.queue, s.blocks, s.queued = s.spareQueue[:0], s.spareBlocks[:0], 0
+	chunk, failed := s.chunk, s.failed != nil
+	s.chunk, s.queued, s.nextSize = nil, 0, len(chunk)
+	if len(chunk) == 0 || last || failed {
+		putChunkBuffer(s.spare)
+		s.spare = nil
+	}
 	s.space.Broadcast()
 	s.mu.Unlock()
 	defer func() {
-		for i, block := range blocks {
-			if cap(*block) == blockBytes {
-				*block = (*block)[:0]
-				blockPool.Put(block)
-			}
-			blocks[i] = nil
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.spare == nil && !last {
+			s.spare = chunk[:0]
+		} else {
+			putChunkBuffer(chunk)
 		}
-		clear(queue)
-		s.spareQueue, s.spareBlocks = queue, blocks
 	}()
-	for _, seg := range queue {
-		if err := s.cast.feed(seg.at, seg.fromClient, seg.data); err != nil {
-			s.fail(fmt.Errorf("the stream could not be decoded: %w", err))
-			return
+	if failed || (len(chunk) == 0 && !last) {
+		return
+	}
+	if len(chunk) == 0 {
+		chunk = append(chunk, captureMagic...)
+	}
+	decodeErr := readCapture(chunk, func(_ time.Duration, fromClient bool, data []byte) error {
+		err := s.checker.feed(fromClient, data, nil)
+		if errors.Is(err, errNotUpgraded) {
+			return nil
 		}
-		if len(s.cast.buf) >= chunkBytes {
-			if s.flush(false); !s.Recording() {
-				return
-			}
-		}
+		return err
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := s.recorder.cfg.Store.Put(ctx, chunkKey(s.prefix, s.chunks+1), chunk); err != nil {
+		writeFailures.Inc()
+		s.fail(fmt.Errorf("a chunk could not be written: %w", err))
+		return
+	}
+	s.chunks++
+	writtenBytes.Add(float64(len(chunk)))
+	if decodeErr != nil {
+		s.fail(fmt.Errorf("the stream could not be decoded: %w", decodeErr))
 	}
 }
 
-// chunkBytes is the size at which a recording is written before its
-// FlushInterval: a fast stream does not pile up in memory.
-const chunkBytes = 4 << 20
-
-// flush writes what was recorded since the last flush as the next chunk,
-// and at the end the manifest.
-func (s *Stream) flush(final bool) {
+// finish writes the manifest: the asciicast's length and digest, built
+// from the chunks as stored, and theirs. A store read is bounded like a
+// write, per chunk: a long recording takes as long as it takes.
+func (s *Stream) finish() {
 	r := s.recorder
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if chunk := s.cast.pending(final); len(chunk) > 0 {
-		if err := r.cfg.Store.Put(ctx, chunkKey(s.prefix, s.cast.chunks+1), chunk); err != nil {
-			writeFailures.Inc()
-			s.fail(fmt.Errorf("a chunk could not be written: %w", err))
-		} else {
-			s.cast.written(chunk)
-			writtenBytes.Add(float64(len(chunk)))
-		}
-	}
-	if !final {
-		return
-	}
-	m := s.cast.manifest(r.cfg.Clock.Now())
+	end := r.cfg.Clock.Now()
+	cast := newCastWriter(s.info)
+	cast.sum = sha256.New()
+	capture := sha256.New()
+	var captureLength int64
+	renderErr := renderCast(cast, s.chunks, func(i int) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
+		chunk, err := r.cfg.Store.Get(ctx, chunkKey(s.prefix, i+1))
+		capture.Write(chunk)
+		captureLength += int64(len(chunk))
+		return chunk, err
+	}, nil)
+	m := cast.manifest(end)
+	m.Chunks, m.CaptureLength, m.CaptureSHA256 = s.chunks, captureLength, hex.EncodeToString(capture.Sum(nil))
 	s.mu.Lock()
 	if s.failed != nil && m.Failed == "" {
 		m.Failed = s.failed.Error()
 	}
 	s.mu.Unlock()
+	if renderErr != nil && m.Failed == "" {
+		m.Failed = "the recording could not be read back: " + renderErr.Error()
+	}
 	data, _ := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
 	if err := r.cfg.Store.Put(ctx, s.prefix+manifestObject, data); err != nil {
 		writeFailures.Inc()
 		klog.ErrorS(err, "Recording manifest not written", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream)
@@ -238,7 +286,8 @@ func (s *Stream) flush(final bool) {
 }
 
 // fail records why the recording stopped, once, and tells the relay under
-// PolicyRequired; under best-effort decoding stops but written chunks stay.
+// PolicyRequired; under best-effort capturing stops but written chunks
+// stay.
 func (s *Stream) fail(err error) {
 	s.mu.Lock()
 	if s.failed != nil {
@@ -253,7 +302,7 @@ func (s *Stream) fail(err error) {
 	klog.ErrorS(err, "Recording failed", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream,
 		"policy", s.recorder.cfg.Policy)
 	if s.recorder.Required() && onFail != nil {
-		onFail(&Failure{Err: fmt.Errorf("recording required: %w", err), SPDYErrorStream: s.cast.decoder.spdyErrorStream()})
+		onFail(&Failure{Err: fmt.Errorf("recording required: %w", err), SPDYErrorStream: s.checker.spdyErrorStream()})
 	}
 }
 

@@ -125,9 +125,26 @@ func (d *wsDirection) startFrame(emit func(event)) error {
 	return nil
 }
 
-// payload handles payload bytes of the current frame.
+// payload handles payload bytes of the current frame. Without emit, it
+// only checks: terminal data passes untouched.
 func (d *wsDirection) payload(p []byte, emit func(event)) error {
-	if d.control {
+	if d.control || len(p) == 0 {
+		return nil
+	}
+	first := d.channel < 0
+	if first {
+		c := p[0]
+		if d.masked {
+			c ^= d.mask[d.maskAt]
+		}
+		d.channel = int(c)
+		if d.base64 {
+			d.channel = int(c) - '0'
+		}
+	}
+	held := d.base64 || d.channel == channelResize || d.channel == channelError
+	if emit == nil && !held {
+		d.maskAt = (d.maskAt + len(p)) % 4
 		return nil
 	}
 	data := p
@@ -138,17 +155,10 @@ func (d *wsDirection) payload(p []byte, emit func(event)) error {
 		data = d.scratch[:len(p)]
 		d.maskAt = unmask(data, p, d.mask, d.maskAt)
 	}
-	if d.channel < 0 {
-		if len(data) == 0 {
-			return nil
-		}
-		d.channel = int(data[0])
-		if d.base64 {
-			d.channel = int(data[0]) - '0'
-		}
+	if first {
 		data = data[1:]
 	}
-	if d.base64 || d.channel == channelResize || d.channel == channelError {
+	if held {
 		if len(d.held)+len(data) > maxMessage {
 			return errors.New("websocket: message too long to record")
 		}
@@ -179,7 +189,7 @@ func (d *wsDirection) endFrame(emit func(event)) error {
 		}
 		held = decoded
 	}
-	if e, ok := channelEvent(d.channel, held); ok {
+	if e, ok := channelEvent(d.channel, held); ok && emit != nil {
 		emit(e)
 	}
 	return nil

@@ -46,7 +46,7 @@ func (l *Local) Put(_ context.Context, key string, data []byte) error {
 		return err
 	}
 	defer func() { _ = os.Remove(f.Name()) }()
-	if _, err := f.Write(data); err != nil {
+	if err := writeFile(f, data); err != nil {
 		_ = f.Close()
 		return err
 	}

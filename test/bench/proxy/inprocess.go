@@ -30,7 +30,7 @@ func inProcess(root string) ([]row, error) {
 		return nil, err
 	}
 	var smallProxy, smallDirect, largeProxy, largeDirect, streamProxy, streamDirect, streamProxyCPU, streamDirectCPU float64
-	var streamRecorded, streamRecordedCPU, dataPlaneSmall, dataPlaneDirect float64
+	var dataPlaneSmall, dataPlaneDirect float64
 	for _, m := range []struct {
 		dst        *float64
 		name, unit string
@@ -39,12 +39,15 @@ func inProcess(root string) ([]row, error) {
 		{&largeProxy, "BenchmarkResponse/1MiB/proxy", "MB/s"}, {&largeDirect, "BenchmarkResponse/1MiB/direct", "MB/s"},
 		{&streamProxy, "BenchmarkUpgradedStream/proxy", "MB/s"}, {&streamDirect, "BenchmarkUpgradedStream/direct", "MB/s"},
 		{&streamProxyCPU, "BenchmarkUpgradedStream/proxy", "cpu-ns/B"}, {&streamDirectCPU, "BenchmarkUpgradedStream/direct", "cpu-ns/B"},
-		{&streamRecorded, "BenchmarkUpgradedStream/recorded", "MB/s"}, {&streamRecordedCPU, "BenchmarkUpgradedStream/recorded", "cpu-ns/B"},
 		{&dataPlaneSmall, "BenchmarkDataPlane/dataplane", "ns/op"}, {&dataPlaneDirect, "BenchmarkDataPlane/direct", "ns/op"},
 	} {
 		if *m.dst, err = results.median(m.name, m.unit); err != nil {
 			return nil, fmt.Errorf("%w in: %s", err, out)
 		}
+	}
+	recorded, err := recordedStreamRow(results, streamProxy, streamProxyCPU, streamDirect)
+	if err != nil {
+		return nil, fmt.Errorf("%w in: %s", err, out)
 	}
 	const mib = 1 << 20
 	small := func(ns float64) string { return time.Duration(ns).Round(time.Microsecond).String() }
@@ -59,9 +62,6 @@ func inProcess(root string) ([]row, error) {
 		{name: "in process: upgraded stream (echo: each byte crosses the proxy twice), MiB/s",
 			cells: [ways]string{alone: fmt.Sprintf("%.0f", streamProxy*1e6/mib), targetDirect: fmt.Sprintf("%.0f", streamDirect*1e6/mib)},
 			ratio: fmt.Sprintf("proxy's own: %.0f MiB/s per core", perCore)},
-		{name: "in process: the same exec stream recorded (--recording=best-effort, local store), MiB/s",
-			cells: [ways]string{alone: fmt.Sprintf("%.0f", streamRecorded*1e6/mib), targetDirect: fmt.Sprintf("%.0f", streamDirect*1e6/mib)},
-			ratio: fmt.Sprintf("%.0f%% of unrecorded; recording's own: %.0f MiB/s per core", 100*streamRecorded/streamProxy,
-				1e9/(streamRecordedCPU-streamProxyCPU)/mib)},
+		recorded,
 	}, nil
 }
