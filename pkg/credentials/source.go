@@ -5,6 +5,7 @@ package credentials
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -135,14 +136,34 @@ func newBackend(kubeconfig []byte) (Backend, error) {
 	if err != nil {
 		return Backend{}, err
 	}
+	return Backend{URL: u, Transport: TargetTransport(tlsConfig)}, nil
+}
+
+// targetMaxFrameSize is the largest HTTP/2 frame the proxy accepts from a
+// target. A frame is passed on only once it arrived whole, and with Go's
+// default (1 MiB) a target writing a large response at once sends it in
+// frames that size: the client's leg would wait for each of them, where
+// smaller frames let both legs carry the response at the same time.
+const targetMaxFrameSize = 256 << 10
+
+// TargetTransport returns the transport with which the proxy reaches a
+// target's kube-apiserver, verifying and presenting what tlsConfig holds.
+func TargetTransport(tlsConfig *tls.Config) *http.Transport {
 	// Keepalives reap half-open connections to the target.
 	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return Backend{URL: u, Transport: &http.Transport{
+	return &http.Transport{
 		DialContext:         dialer.DialContext,
 		TLSClientConfig:     tlsConfig,
 		TLSHandshakeTimeout: 10 * time.Second,
 		IdleConnTimeout:     90 * time.Second,
 		MaxIdleConnsPerHost: 100,
 		ForceAttemptHTTP2:   true,
-	}}, nil
+		HTTP2:               &http.HTTP2Config{MaxReadFrameSize: targetMaxFrameSize},
+		// The target compresses a response only when the client asked for
+		// it (its Accept-Encoding goes on unchanged), and the proxy relays
+		// the bytes as they come. Asking on the client's behalf would make
+		// the target compress and the proxy decompress what a direct client
+		// would have been sent plain.
+		DisableCompression: true,
+	}
 }

@@ -39,6 +39,10 @@ type connWriter struct {
 	// recording, if set, records the hijacked stream.
 	recording *recording.Stream
 
+	// body, if set, gathers the body of a response the client reads
+	// whole (bufferBody).
+	body *bufio.Writer
+
 	// framed is set for a WebSocket or SPDY upgrade, whose end is announced
 	// in the protocol's own frames (upgradedConn); ended says why the
 	// session ended, nil while it has not.
@@ -63,7 +67,13 @@ func (c *connWriter) WriteHeader(code int) {
 func (c *connWriter) Write(b []byte) (int, error) {
 	c.answered.Store(true)
 	c.code.CompareAndSwap(0, http.StatusOK)
-	n, err := c.ResponseWriter.Write(b)
+	var n int
+	var err error
+	if c.body != nil {
+		n, err = c.body.Write(b)
+	} else {
+		n, err = c.ResponseWriter.Write(b)
+	}
 	c.written.Add(int64(n))
 	if n > 0 {
 		c.midLine.Store(b[n-1] != '\n')
@@ -72,6 +82,9 @@ func (c *connWriter) Write(b []byte) (int, error) {
 }
 
 func (c *connWriter) Flush() {
+	if c.body != nil {
+		return
+	}
 	if f, ok := c.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

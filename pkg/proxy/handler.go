@@ -160,6 +160,9 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 			}
 			return nil
 		}}
+	if !p.longRunning {
+		p.cw.bufferBody()
+	}
 	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", t.Way,
 		"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
 	return p, nil
@@ -168,6 +171,7 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 // serve forwards the request to the target until it is answered, the client
 // or target closes, or the session ends.
 func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, responder rest.Responder) {
+	defer p.cw.flushBody()
 	t := p.target
 	stripCallerCredentials(req.Header)
 	if req.Body != nil && req.Body != http.NoBody {
