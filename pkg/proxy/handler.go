@@ -159,8 +159,12 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 			}
 			return nil
 		}}
-	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", t.Way,
-		"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
+	// Every request is logged as it closes; a stream, which may stay open
+	// for hours, also as it opens.
+	if p.longRunning {
+		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
+			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
+	}
 	return p, nil
 }
 
@@ -220,7 +224,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	t := p.target
 	cause := sessionEnd(p.ctx)
 	closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
-	observeDuration(t.Way, req, p.path, p.registry.clock.Since(p.start))
+	observeDuration(t.Way, req, p.longRunning, p.registry.clock.Since(p.start))
 	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
 		panic(v)
 	}
@@ -240,9 +244,9 @@ func (p *proxiedRequest) finish(req *http.Request) {
 		reason, status = p.refused.Error(), statusOf(p.refused)
 	}
 	p.logRequest(req, status, reason)
-	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "way", t.Way,
-		"verb", req.Method, "path", p.path, "bytesIn", p.body.n.Load()+p.cw.hijackedIn.Load(),
-		"bytesOut", p.cw.written.Load()+p.cw.hijackedOut.Load(),
+	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
+		"verb", req.Method, "path", p.path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning,
+		"bytesIn", p.body.n.Load()+p.cw.hijackedIn.Load(), "bytesOut", p.cw.written.Load()+p.cw.hijackedOut.Load(),
 		"duration", p.registry.clock.Since(p.start).Round(time.Millisecond), "closeReason", reason)
 }
 
