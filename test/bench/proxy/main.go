@@ -162,6 +162,12 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	rows = append(rows, addedRow("watch event latency p50", w50))
 
+	loaded, err := loadFlagRows(ctx, cp, paths)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, loaded...)
+
 	// In process: the handler alone, and upgraded streams (there is no
 	// kubelet here to exec into).
 	handler, err := inProcess(root)
