@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -17,8 +18,8 @@ import (
 
 // forward passes a request that is not an upgrade to location on the
 // target, as k8s.io/apimachinery's UpgradeAwareHandler does (the client's
-// address added to X-Forwarded-For, Host set to the target's, redirects
-// from the target refused), without what that handler builds anew for
+// address as X-Forwarded-For, Host set to the target's, redirects from the
+// target refused), without what that handler builds anew for
 // every request: its reverse proxy, error logger, copy of the headers, and
 // a 32 KiB buffer for the response body, which here comes from a pool.
 // Upgrades keep going through UpgradeAwareHandler, which hijacks the
@@ -28,11 +29,16 @@ func forward(w http.ResponseWriter, req *http.Request, location *url.URL, transp
 	if strings.HasSuffix(req.URL.Path, "/") && !strings.HasSuffix(location.Path, "/") {
 		location.Path += "/"
 	}
-	// req is the handler's own shallow copy: the reverse proxy copies it
-	// again before sending it, and leaves this one as it is.
-	req.URL, req.Host = location, location.Host
 	(&httputil.ReverseProxy{
-		Director:       keepLocation,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.Out.URL, r.Out.Host = location, location.Host
+			// The caller's own forwarding headers were stripped (and the
+			// reverse proxy drops them too): the address the target sees
+			// is the one this server saw.
+			if ip, _, err := net.SplitHostPort(r.In.RemoteAddr); err == nil {
+				r.Out.Header.Set("X-Forwarded-For", ip)
+			}
+		},
 		Transport:      transport,
 		BufferPool:     responseBuffers,
 		ErrorLog:       reverseProxyLog,
@@ -40,10 +46,6 @@ func forward(w http.ResponseWriter, req *http.Request, location *url.URL, transp
 		ModifyResponse: refuseRedirect,
 	}).ServeHTTP(w, req)
 }
-
-// keepLocation is the reverse proxy's director: the request already
-// carries the target's URL and Host.
-func keepLocation(*http.Request) {}
 
 // redirectRefused is what the client reads instead of a redirect.
 const redirectRefused = "the backend attempted to redirect this request, which is not permitted"
