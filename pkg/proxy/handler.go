@@ -163,7 +163,7 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 	// for hours, also as it opens.
 	if p.longRunning {
 		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
-			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
+			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning))
 	}
 	return p, nil
 }
@@ -245,8 +245,8 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	}
 	p.logRequest(req, status, reason)
 	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
-		"verb", req.Method, "path", p.path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning,
-		"bytesIn", p.body.n.Load()+p.cw.hijackedIn.Load(), "bytesOut", p.cw.written.Load()+p.cw.hijackedOut.Load(),
+		"verb", req.Method, "path", p.path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning),
+		"bytesIn", logInt(p.body.n.Load()+p.cw.hijackedIn.Load()), "bytesOut", logInt(p.cw.written.Load()+p.cw.hijackedOut.Load()),
 		"duration", p.registry.clock.Since(p.start).Round(time.Millisecond), "closeReason", reason)
 }
 
