@@ -57,7 +57,7 @@ func TestResponseBuffering(t *testing.T) {
 		name, query          string
 		minWrites, maxWrites int
 	}{
-		{"a LIST goes on in buffer-sized writes", "", 1, pieces * len(piece) / responseBufferSize},
+		{"a LIST goes on in buffer-sized writes", "", 1, pieces * len(piece) / bodyBufferSize},
 		{"a watch's events go on as they come", "?watch=true", pieces, pieces},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -160,11 +160,15 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 			}
 			return nil
 		}}
-	if !p.longRunning {
+	// Every request is logged as it closes; a stream, which may stay open
+	// for hours, also as it opens. A response the client reads whole is
+	// gathered (bufferBody).
+	if p.longRunning {
+		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
+			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning))
+	} else {
 		p.cw.bufferBody()
 	}
-	klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", t.Way,
-		"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", p.longRunning)
 	return p, nil
 }
 
@@ -184,15 +188,15 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	}
 	p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
 
-	transport := t.Transport
-	if httpstream.IsUpgradeRequest(req) {
-		transport = boundTo(p.ctx, t.Transport)
-	}
 	location := *t.Backend
 	location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(p.path, "/")
-	// The upgrade path of the handler takes the query from Location only.
 	location.RawQuery = req.URL.RawQuery
-	h := utilproxy.NewUpgradeAwareHandler(&location, transport, false, false, errorResponder{responder, t})
+	errs := errorResponder{responder, t}
+	if !httpstream.IsUpgradeRequest(req) {
+		forward(p.cw, req.WithContext(p.ctx), &location, t.Transport, errs)
+		return
+	}
+	h := utilproxy.NewUpgradeAwareHandler(&location, boundTo(p.ctx, t.Transport), false, false, errs)
 	h.UseLocationHost = true
 	h.RejectForwardingRedirects = true
 	h.ServeHTTP(p.cw, req.WithContext(p.ctx))
@@ -225,7 +229,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	t := p.target
 	cause := sessionEnd(p.ctx)
 	closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
-	observeDuration(t.Way, req, p.path, p.registry.clock.Since(p.start))
+	observeDuration(t.Way, req, p.longRunning, p.registry.clock.Since(p.start))
 	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
 		panic(v)
 	}
@@ -245,9 +249,9 @@ func (p *proxiedRequest) finish(req *http.Request) {
 		reason, status = p.refused.Error(), statusOf(p.refused)
 	}
 	p.logRequest(req, status, reason)
-	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "way", t.Way,
-		"verb", req.Method, "path", p.path, "bytesIn", p.body.n.Load()+p.cw.hijackedIn.Load(),
-		"bytesOut", p.cw.written.Load()+p.cw.hijackedOut.Load(),
+	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
+		"verb", req.Method, "path", p.path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning),
+		"bytesIn", logInt(p.body.n.Load()+p.cw.hijackedIn.Load()), "bytesOut", logInt(p.cw.written.Load()+p.cw.hijackedOut.Load()),
 		"duration", p.registry.clock.Since(p.start).Round(time.Millisecond), "closeReason", reason)
 }
 

@@ -309,7 +309,7 @@ func TestProxyFollowIsLongRunning(t *testing.T) {
 						return err
 					}
 					for _, line := range strings.Split(string(log), "\n") {
-						if strings.Contains(line, "Proxied request opened") && strings.Contains(line, `path="`+path+`"`) {
+						if strings.Contains(line, "Proxied request closed") && strings.Contains(line, `path="`+path+`"`) {
 							if !strings.Contains(line, want) {
 								return fmt.Errorf("classified otherwise: %s", line)
 							}

@@ -128,7 +128,7 @@ func run(root string, n, configMaps, streams int) error {
 		})
 	}
 	p50, p99 := latencies(n, gets)
-	rows = append(rows, addedRow("small GET p50", p50), addedRow("small GET p99", p99))
+	rows = append(rows, smallGetRows(p50, p99)...)
 	// What any request to clustergate costs, proxied or not: a GET of the
 	// session object itself, served from clustergate's own storage, through
 	// kube-apiserver and straight to clustergate.
@@ -161,6 +161,12 @@ func run(root string, n, configMaps, streams int) error {
 		return err
 	}
 	rows = append(rows, addedRow("watch event latency p50", w50))
+
+	loaded, err := loadFlagRows(ctx, cp, paths)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, loaded...)
 
 	// In process: the handler alone, and upgraded streams (there is no
 	// kubelet here to exec into).

@@ -1,0 +1,174 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/clustergate/clustergate/internal/localcluster"
+)
+
+// Flags of the load rows.
+var (
+	loadClients = flag.Int("load-clients", 50, "concurrent clients of the load rows")
+	loadFor     = flag.Duration("load", 20*time.Second, "how long each path of the load rows runs (0: skip)")
+	profileDir  = flag.String("profile", "", "write clustergate's CPU profile of the data plane's load run into this directory")
+)
+
+// loadTarget is what the data plane must reach under load, as a share of
+// the direct connection's requests per second.
+const loadTarget = 0.8
+
+// loadResult is what one path served under load.
+type loadResult struct {
+	requests, errors int64
+	elapsed          time.Duration
+	// cpu is clustergate's processor time meanwhile.
+	cpu time.Duration
+}
+
+func (l loadResult) perSecond() float64 { return float64(l.requests) / l.elapsed.Seconds() }
+
+// loadFlagRows are the flags' loadRows, none with -load=0.
+func loadFlagRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path) ([]row, error) {
+	if *loadFor <= 0 {
+		return nil, nil
+	}
+	return loadRows(ctx, cp, paths, *loadClients, *loadFor, *profileDir)
+}
+
+// loadRows runs clients concurrent clients of small GETs for d on the
+// direct connection, the data plane and the whole aggregated path, one path
+// after the other, and reports requests per second, errors, the ratio to
+// direct, and clustergate's processor time per proxied request, read from
+// its /proc stat before and after each path (on the direct one, what it
+// spends meanwhile without proxying). With profileDir set, clustergate's
+// CPU profile of the data plane's run is written there.
+func loadRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path, clients int, d time.Duration, profileDir string) ([]row, error) {
+	var results [ways]loadResult
+	for _, p := range []int{targetDirect, dataPlane, whole} {
+		var profile func() error
+		if p == dataPlane && profileDir != "" {
+			profile = profileClustergate(ctx, cp, d, filepath.Join(profileDir, "clustergate-dataplane.cpu.pprof"))
+		}
+		r, err := load(ctx, cp, paths[p], clients, d)
+		if err != nil {
+			return nil, err
+		}
+		if profile != nil {
+			if err := profile(); err != nil {
+				return nil, err
+			}
+		}
+		results[p] = r
+	}
+	direct := results[targetDirect].perSecond()
+	rate := func(p int) string {
+		return fmt.Sprintf("%.0f (%d errors)", results[p].perSecond(), results[p].errors)
+	}
+	perRequest := func(p int) string {
+		if results[p].requests == 0 {
+			return "-"
+		}
+		return (results[p].cpu / time.Duration(results[p].requests)).Round(time.Microsecond).String()
+	}
+	return []row{
+		{name: fmt.Sprintf("load: %d clients × %s of small GETs, req/s", clients, d),
+			cells: [ways]string{whole: rate(whole), dataPlane: rate(dataPlane), targetDirect: rate(targetDirect)},
+			ratio: fmt.Sprintf("%.2f× / - / %.2f× of direct (target: data plane ≥ %.1f×, 0 errors)",
+				results[whole].perSecond()/direct, results[dataPlane].perSecond()/direct, loadTarget)},
+		{name: "load: clustergate's processor time per request (direct: its own work meanwhile, per direct request)",
+			cells: [ways]string{whole: perRequest(whole), dataPlane: perRequest(dataPlane), targetDirect: perRequest(targetDirect)}},
+	}, nil
+}
+
+// load runs clients concurrent loops of small GETs through p for d.
+func load(ctx context.Context, cp *localcluster.ControlPlane, p path, clients int, d time.Duration) (loadResult, error) {
+	before, err := cp.CPUTime("clustergate")
+	if err != nil {
+		return loadResult{}, err
+	}
+	var requests, errors atomic.Int64
+	var firstErr atomic.Pointer[error]
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if _, err := p.client.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+					errors.Add(1)
+					firstErr.CompareAndSwap(nil, &err)
+					continue
+				}
+				requests.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	r := loadResult{requests: requests.Load(), errors: errors.Load(), elapsed: time.Since(start)}
+	after, err := cp.CPUTime("clustergate")
+	if err != nil {
+		return loadResult{}, err
+	}
+	r.cpu = after - before
+	if e := firstErr.Load(); e != nil {
+		fmt.Fprintf(os.Stderr, "bench: load through %s: %d errors, the first: %v\n", p.name, r.errors, *e)
+	}
+	return r, nil
+}
+
+// profileClustergate starts taking clustergate's CPU profile for d, from
+// the generic server's /debug/pprof as a member of system:masters; the
+// function returned waits for it and writes it to file.
+func profileClustergate(ctx context.Context, cp *localcluster.ControlPlane, d time.Duration, file string) func() error {
+	cfg := cp.FrontProxyConfig(cp.ClustergateURL, "admin", "system:masters", "system:authenticated")
+	cfg.Timeout = d + time.Minute
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			client, err := rest.HTTPClientFor(cfg)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", cp.ClustergateURL, int(d.Seconds())))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != 200 {
+				body, _ := io.ReadAll(resp.Body)
+				return fmt.Errorf("clustergate's CPU profile: %s: %s", resp.Status, body)
+			}
+			out, err := os.Create(file)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(out, resp.Body); err != nil {
+				out.Close()
+				return err
+			}
+			return out.Close()
+		}()
+	}()
+	return func() error {
+		select {
+		case err := <-done:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
