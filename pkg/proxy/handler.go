@@ -179,15 +179,15 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	}
 	p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
 
-	transport := t.Transport
-	if httpstream.IsUpgradeRequest(req) {
-		transport = boundTo(p.ctx, t.Transport)
-	}
 	location := *t.Backend
 	location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(p.path, "/")
 	// The upgrade path of the handler takes the query from Location only.
 	location.RawQuery = req.URL.RawQuery
-	h := utilproxy.NewUpgradeAwareHandler(&location, transport, false, false, errorResponder{responder, t})
+	if !httpstream.IsUpgradeRequest(req) {
+		forward(p.cw, req.WithContext(p.ctx), location, t.Transport, errorResponder{responder, t}, p.longRunning)
+		return
+	}
+	h := utilproxy.NewUpgradeAwareHandler(&location, boundTo(p.ctx, t.Transport), false, false, errorResponder{responder, t})
 	h.UseLocationHost = true
 	h.RejectForwardingRedirects = true
 	h.ServeHTTP(p.cw, req.WithContext(p.ctx))

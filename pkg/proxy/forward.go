@@ -1,0 +1,111 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package proxy
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/klog/v2"
+)
+
+// Response copy buffers (not those of upgraded streams). A response holds
+// its buffer from its first byte to its last, so an open watch holds one
+// for as long as it stays open, mostly idle: long-running responses copy
+// through small buffers, ordinary ones through httputil.ReverseProxy's own
+// size; both are pooled, so that a request allocates none.
+var (
+	responseBuffers = newBufferPool(32 << 10)
+	streamBuffers   = newBufferPool(4 << 10)
+)
+
+// flushInterval is how long a response's bytes may wait to be flushed, as
+// k8s.io/apimachinery's proxy handler sets it; streamed responses (no
+// length, such as a watch) are flushed at every write.
+const flushInterval = 200 * time.Millisecond
+
+// forward passes a request that is not an upgrade to location with
+// transport and copies the answer back to w, as k8s.io/apimachinery's
+// UpgradeAwareHandler does (the target's Host, forwarding redirects
+// refused, failures to responder), with copy buffers chosen for the
+// request: long-running ones get small ones.
+func forward(w http.ResponseWriter, req *http.Request, location url.URL, transport http.RoundTripper, responder utilproxy.ErrorResponder, longRunning bool) {
+	if !strings.HasSuffix(location.Path, "/") && strings.HasSuffix(req.URL.Path, "/") {
+		location.Path += "/"
+	}
+	buffers := responseBuffers
+	if longRunning {
+		buffers = streamBuffers
+	}
+	rp := &httputil.ReverseProxy{
+		Director: func(out *http.Request) {
+			u := location
+			out.URL, out.Host = &u, location.Host
+			if _, ok := out.Header["User-Agent"]; !ok {
+				// Not Go's own user agent when the caller sent none.
+				out.Header.Set("User-Agent", "")
+			}
+		},
+		Transport:      transport,
+		FlushInterval:  flushInterval,
+		BufferPool:     buffers,
+		ModifyResponse: refuseRedirect,
+		ErrorHandler:   responder.Error,
+		ErrorLog:       reverseProxyLog,
+	}
+	rp.ServeHTTP(w, req)
+}
+
+// refuseRedirect replaces a redirect of the target by a 502: following it
+// would take the session's credentials elsewhere.
+func refuseRedirect(resp *http.Response) error {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 || resp.Header.Get("Location") == "" {
+		return nil
+	}
+	_ = resp.Body.Close()
+	const msg = "the backend attempted to redirect this request, which is not permitted"
+	*resp = http.Response{
+		StatusCode:    http.StatusBadGateway,
+		Status:        fmt.Sprintf("%d %s", http.StatusBadGateway, http.StatusText(http.StatusBadGateway)),
+		Body:          io.NopCloser(strings.NewReader(msg)),
+		ContentLength: int64(len(msg)),
+	}
+	return nil
+}
+
+// reverseProxyLog takes httputil.ReverseProxy's messages into the log at
+// level 2: a copy cut short by the client or the session's end is routine.
+var reverseProxyLog = log.New(logWriter{}, "", 0)
+
+type logWriter struct{}
+
+func (logWriter) Write(p []byte) (int, error) {
+	klog.V(2).InfoS("Reverse proxy", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// bufferPool is an httputil.BufferPool of buffers of one size.
+type bufferPool struct {
+	size int
+	pool sync.Pool
+}
+
+func newBufferPool(size int) *bufferPool { return &bufferPool{size: size} }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, b.size)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }
