@@ -170,19 +170,43 @@ func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
 		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
 		return
 	}
-	//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
-	status := apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause)).Status()
-	status.Kind, status.APIVersion = "Status", "v1"
-	event, err := json.Marshal(map[string]any{"type": "ERROR", "object": status})
-	if err != nil {
+	event := finalEvent(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause))
+	if event == nil {
 		return
 	}
 	// An event cut off mid-line is lost; the final one stands on its own.
-	if cw.midLine.Load() {
-		event = append([]byte{'\n'}, event...)
+	if !cw.midLine.Load() {
+		event = event[1:]
 	}
-	_, _ = cw.ResponseWriter.Write(append(event, '\n'))
+	_, _ = cw.ResponseWriter.Write(event)
 	if f, ok := cw.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// lastFinalEvent is the final watch event made last: every watch of a
+// session that ends gets the same one, and thousands may end at once.
+var lastFinalEvent atomic.Pointer[finalWatchEvent]
+
+type finalWatchEvent struct {
+	message string
+	event   []byte
+}
+
+// finalEvent is the ERROR event, with a newline before and after, whose
+// Status (reason Gone) carries message; nil if it cannot be encoded.
+func finalEvent(message string) []byte {
+	if last := lastFinalEvent.Load(); last != nil && last.message == message {
+		return last.event
+	}
+	//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
+	status := apierrors.NewGone(message).Status()
+	status.Kind, status.APIVersion = "Status", "v1"
+	event, err := json.Marshal(map[string]any{"type": "ERROR", "object": status})
+	if err != nil {
+		return nil
+	}
+	event = append(append([]byte{'\n'}, event...), '\n')
+	lastFinalEvent.Store(&finalWatchEvent{message: message, event: event})
+	return event
 }

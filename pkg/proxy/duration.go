@@ -58,12 +58,13 @@ func init() {
 	}
 }
 
-// verbClass classifies a proxied request to path on the target.
-func verbClass(req *http.Request, path string) string {
+// verbClass classifies a proxied request, long-running as LongRunning
+// decided it when the request came in.
+func verbClass(req *http.Request, longRunning bool) string {
 	switch {
 	case httpstream.IsUpgradeRequest(req):
 		return verbClassStream
-	case LongRunning(req, path):
+	case longRunning:
 		return verbClassWatch
 	case req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == http.MethodOptions:
 		return verbClassRead
@@ -72,6 +73,6 @@ func verbClass(req *http.Request, path string) string {
 }
 
 // observeDuration records a proxied request that came in by way and took d.
-func observeDuration(way Way, req *http.Request, path string, d time.Duration) {
-	requestDuration.WithLabelValues(verbClass(req, path), string(way)).Observe(d.Seconds())
+func observeDuration(way Way, req *http.Request, longRunning bool, d time.Duration) {
+	requestDuration.WithLabelValues(verbClass(req, longRunning), string(way)).Observe(d.Seconds())
 }

@@ -38,7 +38,7 @@ func TestVerbClass(t *testing.T) {
 				req.Header.Set("Connection", "Upgrade")
 				req.Header.Set("Upgrade", "websocket")
 			}
-			if got := verbClass(req, tt.path); got != tt.want {
+			if got := verbClass(req, LongRunning(req, tt.path)); got != tt.want {
 				t.Errorf("verbClass = %q, want %q", got, tt.want)
 			}
 		})

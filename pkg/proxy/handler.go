@@ -220,7 +220,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	t := p.target
 	cause := sessionEnd(p.ctx)
 	closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
-	observeDuration(t.Way, req, p.path, p.registry.clock.Since(p.start))
+	observeDuration(t.Way, req, p.longRunning, p.registry.clock.Since(p.start))
 	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
 		panic(v)
 	}
