@@ -264,7 +264,7 @@ func (p *proxiedRequest) close() {
 // handler returned.
 func sessionEnd(ctx context.Context) error {
 	cause := context.Cause(ctx)
-	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrLocked} {
+	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrLocked, ErrStopping} {
 		if errors.Is(cause, end) {
 			return cause
 		}
