@@ -111,7 +111,8 @@ func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // closeHijacked ends a hijacked stream because its session ended: a
 // WebSocket one with a close frame saying why, then the network connection
 // at once. (Closing TLS would first send an alert, which a client that
-// stopped reading could hold up for seconds.)
+// stopped reading could hold up for seconds.) A nil why is the session's
+// end, as ended says it: worded only for a WebSocket that needs it.
 func (c *connWriter) closeHijacked(why error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -120,6 +121,9 @@ func (c *connWriter) closeHijacked(why error) {
 		return
 	}
 	if ws, ok := c.conn.(*websocketConn); ok {
+		if why == nil {
+			why = c.ended()
+		}
 		ws.finish(why)
 	}
 	_ = c.raw.Close()
@@ -178,10 +182,9 @@ func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
 	if !cw.midLine.Load() {
 		event = event[1:]
 	}
+	// Not flushed: the handler returns right after, and the server sends
+	// the event with the end of the stream, in one frame on HTTP/2.
 	_, _ = cw.ResponseWriter.Write(event)
-	if f, ok := cw.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 // lastFinalEvent is the final watch event made last: every watch of a

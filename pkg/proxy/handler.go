@@ -200,11 +200,10 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 // handler. (Ordinary requests are bounded by the request timeout, whose
 // filter may return before this handler does.)
 func (p *proxiedRequest) sessionEnded(w http.ResponseWriter) {
-	why := p.cw.ended()
-	if why == nil {
+	if sessionEnd(p.ctx) == nil {
 		return
 	}
-	p.cw.closeHijacked(why)
+	p.cw.closeHijacked(nil)
 	p.endMu.Lock()
 	defer p.endMu.Unlock()
 	// The response writer is the server's once the handler returned.
