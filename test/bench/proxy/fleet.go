@@ -289,7 +289,8 @@ func footprintOf(ctx context.Context, cp *localcluster.ControlPlane, r replica) 
 // of the replicas, an equal share on each, of one short session; measures
 // each replica's memory per watch and processor time; saves each one's
 // heap profile and goroutine dump under _output/bench-proxy/profiles; and
-// waits for the session's expiry to end them all.
+// waits for the session's expiry to end them all, with the first
+// replica's processor profile over the cut.
 func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, replicas []replica, streams int) ([]row, error) {
 	// Long enough to open them all on a loaded machine.
 	ttl := 2*time.Minute + time.Duration(streams)*15*time.Millisecond
@@ -363,6 +364,15 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 	// the last stream closed.
 	time.Sleep(time.Until(short.Status.ExpiresAt.Add(-time.Second)))
 	cpuBeforeCut := cpuByReplica(cp, replicas)
+	// The first replica's processor profile over the cut.
+	profiled := make(chan error, 1)
+	go func() {
+		body, err := debugGet(ctx, cp, replicas[0], "/debug/pprof/profile?seconds=4")
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d-cut.pprof", replicas[0].name, share)), body, 0o644)
+		}
+		profiled <- err
+	}()
 	cuts := make([][]time.Duration, len(replicas))
 	for i := range replicas {
 		for range share {
@@ -370,6 +380,9 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 		}
 	}
 	cpuCut := cpuByReplica(cp, replicas)
+	if err := <-profiled; err != nil {
+		return nil, err
+	}
 	for i, r := range replicas {
 		cut := cuts[i]
 		slices.Sort(cut)
