@@ -151,7 +151,50 @@ func spread(ctx context.Context, cp *localcluster.ControlPlane, client versioned
 		rows = append(rows, row{name: fmt.Sprintf("%d concurrent clients, %v of small GETs through the %s: share served by each replica", spreadClients, spreadDuration, way.name),
 			cells: [ways]string{dataPlane: fmt.Sprintf("%d requests, %d errors", ok, failed)}, ratio: strings.Join(shares, "; ")})
 	}
-	return rows, nil
+	idle, err := idleAggregated(ctx, cp, replicas, paths[whole].client)
+	return append(rows, idle), err
+}
+
+// aggregatedWatches is how many idle watches idleAggregated holds.
+const aggregatedWatches = 1000
+
+// idleAggregated holds aggregatedWatches idle watches open through the
+// whole aggregated path and reports the Go memory per watch of the
+// replicas together (the aggregator opens a connection per 100 streams,
+// which the Service balances), then closes them.
+func idleAggregated(ctx context.Context, cp *localcluster.ControlPlane, replicas []replica, c kubernetes.Interface) (row, error) {
+	footprints := func() (footprint, error) {
+		var sum footprint
+		for _, r := range replicas {
+			f, err := footprintOf(ctx, cp, r)
+			if err != nil {
+				return footprint{}, err
+			}
+			sum.heapBytes, sum.stackBytes, sum.goroutines = sum.heapBytes+f.heapBytes, sum.stackBytes+f.stackBytes, sum.goroutines+f.goroutines
+		}
+		return sum, nil
+	}
+	before, err := footprints()
+	if err != nil {
+		return row{}, err
+	}
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if _, err := openWatchesConcurrently(watchCtx, c, aggregatedWatches); err != nil {
+		return row{}, err
+	}
+	time.Sleep(5 * time.Second)
+	after, err := footprints()
+	if err != nil {
+		return row{}, err
+	}
+	// Closed, and gone before the next measurement starts.
+	stop()
+	time.Sleep(3 * time.Second)
+	n := float64(aggregatedWatches)
+	return row{name: fmt.Sprintf("Go memory per idle watch through the aggregated path (%d open, the replicas together): heap / goroutine stacks; goroutines per watch", aggregatedWatches),
+		cells: [ways]string{whole: fmt.Sprintf("%.1f KiB / %.1f KiB; %.2f", (after.heapBytes-before.heapBytes)/n/1024, (after.stackBytes-before.stackBytes)/n/1024, (after.goroutines-before.goroutines)/n)},
+		ratio: fmt.Sprintf("target ≤ %d KiB", targetKiBPerWatch)}, nil
 }
 
 // concurrentGets runs spreadClients clients of cfg, each with a connection
@@ -276,7 +319,12 @@ type footprint struct {
 	goroutines            float64
 }
 
+// footprintOf is what replica r holds, its heap after a collection (which
+// its heap profile's gc=1 asks for).
 func footprintOf(ctx context.Context, cp *localcluster.ControlPlane, r replica) (footprint, error) {
+	if _, err := debugGet(ctx, cp, r, "/debug/pprof/heap?gc=1"); err != nil {
+		return footprint{}, err
+	}
 	m, err := metrics(ctx, cp, r)
 	if err != nil {
 		return footprint{}, err
