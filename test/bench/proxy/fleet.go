@@ -21,9 +21,12 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/utils/ptr"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -358,9 +361,14 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 		}
 		before = append(before, f)
 	}
+	if err := standInPod(ctx, paths[targetDirect].client); err != nil {
+		return nil, err
+	}
 	cpuBefore := cpuByReplica(cp, replicas)
-	ended := make([]<-chan time.Time, len(replicas))
+	ended, execEnded := make([]<-chan time.Time, len(replicas)), make([]<-chan time.Time, len(replicas))
 	share := streams / len(replicas)
+	execs := share * execPercent / 100
+	var cfgs []*rest.Config
 	for i, r := range replicas {
 		cfg := rest.CopyConfig(paths[dataPlane].cfg)
 		cfg.Host = "https://" + r.dataPlane + v1alpha1.DataPlaneSessionPath(namespace, short.Name) + "/"
@@ -368,14 +376,36 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 		if err != nil {
 			return nil, err
 		}
-		if ended[i], err = openWatchesConcurrently(ctx, c, share); err != nil {
+		if ended[i], err = openWatchesConcurrently(ctx, c, share-execs); err != nil {
+			return nil, err
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	cpuOpened := cpuByReplica(cp, replicas)
+	var watching []footprint
+	for _, r := range replicas {
+		f, err := footprintOf(ctx, cp, r)
+		if err != nil {
+			return nil, err
+		}
+		watching = append(watching, f)
+	}
+	for i := range replicas {
+		if execEnded[i], err = openExecs(ctx, cfgs[i], execs); err != nil {
 			return nil, err
 		}
 	}
-	cpuOpened := cpuByReplica(cp, replicas)
 	const hold = 10 * time.Second
 	time.Sleep(hold)
 	cpuHeld := cpuByReplica(cp, replicas)
+	// Exec streams that failed end at once, long before expiry.
+	failedExecs := make([]int, len(replicas))
+	for i := range replicas {
+		failedExecs[i] = len(execEnded[i])
+		for range failedExecs[i] {
+			<-execEnded[i]
+		}
+	}
 	dir := filepath.Join(cp.RepoRoot(), "_output", "bench-proxy", "profiles")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -397,16 +427,19 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 				return nil, err
 			}
 		}
-		b, a := before[i], after[i]
-		n := float64(share)
+		b, w, a := before[i], watching[i], after[i]
+		perStream := func(b, a footprint, n int) string {
+			return fmt.Sprintf("%.1f KiB (%d → %d MiB) / %.1f KiB / %.1f KiB; %.2f", float64(a.rssKiB-b.rssKiB)/float64(n), b.rssKiB/1024, a.rssKiB/1024,
+				(a.heapBytes-b.heapBytes)/float64(n)/1024, (a.stackBytes-b.stackBytes)/float64(n)/1024, (a.goroutines-b.goroutines)/float64(n))
+		}
 		rows = append(rows,
-			row{name: fmt.Sprintf("%s: memory per idle watch (%d open on it): RSS / Go heap / goroutine stacks; goroutines per watch", r.name, share),
-				cells: [ways]string{dataPlane: fmt.Sprintf("%.1f KiB (%d → %d MiB) / %.1f KiB / %.1f KiB; %.2f", float64(a.rssKiB-b.rssKiB)/n, b.rssKiB/1024, a.rssKiB/1024,
-					(a.heapBytes-b.heapBytes)/n/1024, (a.stackBytes-b.stackBytes)/n/1024, (a.goroutines-b.goroutines)/n)},
-				ratio: fmt.Sprintf("RSS target ≤ %d KiB", targetKiBPerWatch)},
-			row{name: fmt.Sprintf("%s: processor time opening %d watches / holding them idle %v", r.name, share, hold),
+			row{name: fmt.Sprintf("%s: memory per idle watch (%d open on it): RSS / Go heap / goroutine stacks; goroutines per watch", r.name, share-execs),
+				cells: [ways]string{dataPlane: perStream(b, w, share-execs)}, ratio: fmt.Sprintf("target ≤ %d KiB", targetKiBPerWatch)},
+			row{name: fmt.Sprintf("%s: memory per idle exec stream (%d more, recorded): RSS / Go heap / goroutine stacks; goroutines per stream", r.name, execs-failedExecs[i]),
+				cells: [ways]string{dataPlane: perStream(w, a, max(execs-failedExecs[i], 1))}},
+			row{name: fmt.Sprintf("%s: processor time opening %d watches / then opening the exec streams and holding all idle %v", r.name, share-execs, hold),
 				cells: [ways]string{dataPlane: fmt.Sprintf("%v (%.0f µs per watch) / %v", (cpuOpened[i] - cpuBefore[i]).Round(10*time.Millisecond),
-					float64((cpuOpened[i]-cpuBefore[i]).Microseconds())/n, (cpuHeld[i] - cpuOpened[i]).Round(10*time.Millisecond))}})
+					float64((cpuOpened[i]-cpuBefore[i]).Microseconds())/float64(share-execs), (cpuHeld[i] - cpuOpened[i]).Round(10*time.Millisecond))}})
 	}
 	// The processor time of the cut: from a moment before expiry until
 	// the last stream closed.
@@ -421,10 +454,13 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 		}
 		profiled <- err
 	}()
-	cuts := make([][]time.Duration, len(replicas))
+	cuts, execCuts := make([][]time.Duration, len(replicas)), make([][]time.Duration, len(replicas))
 	for i := range replicas {
-		for range share {
+		for range share - execs {
 			cuts[i] = append(cuts[i], (<-ended[i]).Sub(short.Status.ExpiresAt.Time))
+		}
+		for range execs - failedExecs[i] {
+			execCuts[i] = append(execCuts[i], (<-execEnded[i]).Sub(short.Status.ExpiresAt.Time))
 		}
 	}
 	cpuCut := cpuByReplica(cp, replicas)
@@ -432,15 +468,69 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 		return nil, err
 	}
 	for i, r := range replicas {
-		cut := cuts[i]
-		slices.Sort(cut)
-		ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-		rows = append(rows, row{name: fmt.Sprintf("%s: expiresAt → stream closed, %d streams: p50 / p99 / last; the replica's processor time for the cut", r.name, share),
-			cells: [ways]string{dataPlane: fmt.Sprintf("%s / %s / %s; %v (%.0f µs per stream)", ms(cut[len(cut)/2]), ms(cut[len(cut)*99/100]), ms(cut[len(cut)-1]),
+		rows = append(rows, row{name: fmt.Sprintf("%s: expiresAt → watch closed, %d watches: p50 / p99 / last; the replica's processor time for the cut of all its streams", r.name, share-execs),
+			cells: [ways]string{dataPlane: fmt.Sprintf("%s; %v (%.0f µs per stream)", percentiles(cuts[i]),
 				(cpuCut[i] - cpuBeforeCut[i]).Round(10*time.Millisecond), float64((cpuCut[i]-cpuBeforeCut[i]).Microseconds())/float64(share))},
 			ratio: fmt.Sprintf("p99 target ≤ %v", targetCutP99)})
+		if execs > 0 {
+			rows = append(rows, row{name: fmt.Sprintf("%s: expiresAt → exec stream closed, %d idle `cat` over WebSocket (%d failed to open): p50 / p99 / last", r.name, execs, failedExecs[i]),
+				cells: [ways]string{dataPlane: percentiles(execCuts[i])}, ratio: fmt.Sprintf("p99 target ≤ %v", targetCutP99)})
+		}
 	}
 	return rows, nil
+}
+
+// percentiles prints the p50, p99 and largest of d; "none" when empty.
+func percentiles(d []time.Duration) string {
+	if len(d) == 0 {
+		return "none"
+	}
+	slices.Sort(d)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	return fmt.Sprintf("%s / %s / %s", ms(d[len(d)/2]), ms(d[len(d)*99/100]), ms(d[len(d)-1]))
+}
+
+// execPercent of the streams on each replica are exec streams; execPod is
+// the stand-in pod they run in, on the shoot's stand-in node.
+const (
+	execPercent = 5
+	execPod     = "bench-exec"
+)
+
+// standInPod creates execPod on the shoot's stand-in node through c and
+// marks it running, as far as the shoot's kube-apiserver can tell.
+func standInPod(ctx context.Context, c kubernetes.Interface) error {
+	pod, err := c.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: execPod},
+		Spec: corev1.PodSpec{NodeName: localcluster.NodeName, AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "main", Image: "stand-in"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	pod.Status.Phase = corev1.PodRunning
+	_, err = c.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
+}
+
+// openExecs starts n exec streams of `cat` in execPod through cfg, a data
+// plane's URL of a session, over WebSocket as kubectl does, their input
+// open and idle; each sends the moment it ended.
+func openExecs(ctx context.Context, cfg *rest.Config, n int) (<-chan time.Time, error) {
+	ended := make(chan time.Time, n)
+	url := cfg.Host + "api/v1/namespaces/default/pods/" + execPod + "/exec?command=cat&stdin=true&stdout=true&container=main"
+	for range n {
+		e, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, url)
+		if err != nil {
+			return nil, err
+		}
+		idle, _ := io.Pipe()
+		go func() {
+			_ = e.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: idle, Stdout: io.Discard})
+			ended <- time.Now()
+		}()
+	}
+	return ended, nil
 }
 
 // openWatchesConcurrently opens n idle watches through c, 32 at a time;
