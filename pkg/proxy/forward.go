@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -35,8 +36,8 @@ const flushInterval = 200 * time.Millisecond
 
 // forward passes a request that is not an upgrade to location with
 // transport and copies the answer back to w, as k8s.io/apimachinery's
-// UpgradeAwareHandler does (the target's Host, forwarding redirects
-// refused, failures to responder), with copy buffers chosen for the
+// UpgradeAwareHandler does (the target's Host, X-Forwarded-For, forwarding
+// redirects refused, failures to responder), with copy buffers chosen for the
 // request: long-running ones get small ones.
 func forward(w http.ResponseWriter, req *http.Request, location url.URL, transport http.RoundTripper, responder utilproxy.ErrorResponder, longRunning bool) {
 	if !strings.HasSuffix(location.Path, "/") && strings.HasSuffix(req.URL.Path, "/") {
@@ -47,12 +48,13 @@ func forward(w http.ResponseWriter, req *http.Request, location url.URL, transpo
 		buffers = streamBuffers
 	}
 	rp := &httputil.ReverseProxy{
-		Director: func(out *http.Request) {
+		Rewrite: func(pr *httputil.ProxyRequest) {
 			u := location
-			out.URL, out.Host = &u, location.Host
-			if _, ok := out.Header["User-Agent"]; !ok {
-				// Not Go's own user agent when the caller sent none.
-				out.Header.Set("User-Agent", "")
+			pr.Out.URL, pr.Out.Host = &u, location.Host
+			// The caller's address as this server saw it is the only
+			// forwarding header the target gets.
+			if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+				pr.Out.Header.Set("X-Forwarded-For", ip)
 			}
 		},
 		Transport:      transport,

@@ -265,7 +265,7 @@ func metrics(ctx context.Context, cp *localcluster.ControlPlane, r replica) (map
 		}
 		name, rest, _ := strings.Cut(line, " ")
 		if i := strings.IndexByte(name, '{'); i >= 0 {
-			name, rest, _ = strings.Cut(line[i:], "} ")
+			_, rest, _ = strings.Cut(line[i:], "} ")
 			name = line[:i]
 		}
 		value, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
