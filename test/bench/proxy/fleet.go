@@ -74,7 +74,7 @@ func fleet(ctx context.Context, cp *localcluster.ControlPlane, client versioned.
 		{name: "clustergate", url: cp.ClustergateURL, dataPlane: strings.TrimPrefix(cp.DataPlaneURL, "https://")},
 		{name: second.Name, url: second.URL, dataPlane: strings.TrimPrefix(second.DataPlaneURL, "https://")},
 	}
-	rows, err := spread(ctx, cp, client, gardenCfg, replicas)
+	rows, aggregated, err := spread(ctx, cp, client, gardenCfg, replicas)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,12 @@ func fleet(ctx context.Context, cp *localcluster.ControlPlane, client versioned.
 		return rows, nil
 	}
 	idle, err := idleOnReplicas(ctx, cp, client, gardenCfg, replicas, streams)
-	return append(rows, idle...), err
+	if rows = append(rows, idle...); err != nil {
+		return rows, err
+	}
+	// Last: the memory of streams the replicas let go stays mapped.
+	a, err := idleAggregated(ctx, cp, replicas, aggregated)
+	return append(rows, a), err
 }
 
 // raiseFileLimit lifts the bench's soft limit of open files to its hard
@@ -102,19 +107,19 @@ func raiseFileLimit() error {
 // aggregated path (kube-apiserver reaches the replicas through the
 // Service's connection balancer), then through a connection balancer in
 // front of the replicas' data planes, and reports which replica served
-// how many of them.
-func spread(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, replicas []replica) ([]row, error) {
+// how many of them. It returns a client of the whole path's session too.
+func spread(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, replicas []replica) ([]row, kubernetes.Interface, error) {
 	s, err := openSession(ctx, client, "spread", 10*time.Minute, owner)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dp, err := openSession(ctx, client, "spread-data-plane", 10*time.Minute, dataPlaneOwner)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	paths, err := clients(ctx, cp, gardenCfg, s, dp)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var backends []string
 	for _, r := range replicas {
@@ -122,7 +127,7 @@ func spread(ctx context.Context, cp *localcluster.ControlPlane, client versioned
 	}
 	balanced, err := cp.Balance(backends...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	aggregated := paths[whole].cfg
 	balancedDataPlane := rest.CopyConfig(paths[dataPlane].cfg)
@@ -134,16 +139,16 @@ func spread(ctx context.Context, cp *localcluster.ControlPlane, client versioned
 	}{{"aggregated path", aggregated}, {"data plane behind a connection balancer", balancedDataPlane}} {
 		before, err := servedByReplica(ctx, cp, replicas)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cpuBefore := cpuByReplica(cp, replicas)
 		ok, failed, err := concurrentGets(ctx, way.cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		after, err := servedByReplica(ctx, cp, replicas)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cpuAfter := cpuByReplica(cp, replicas)
 		var shares []string
@@ -154,8 +159,7 @@ func spread(ctx context.Context, cp *localcluster.ControlPlane, client versioned
 		rows = append(rows, row{name: fmt.Sprintf("%d concurrent clients, %v of small GETs through the %s: share served by each replica", spreadClients, spreadDuration, way.name),
 			cells: [ways]string{dataPlane: fmt.Sprintf("%d requests, %d errors", ok, failed)}, ratio: strings.Join(shares, "; ")})
 	}
-	idle, err := idleAggregated(ctx, cp, replicas, paths[whole].client)
-	return append(rows, idle), err
+	return rows, paths[whole].client, nil
 }
 
 // aggregatedWatches is how many idle watches idleAggregated holds.
@@ -173,7 +177,7 @@ func idleAggregated(ctx context.Context, cp *localcluster.ControlPlane, replicas
 			if err != nil {
 				return footprint{}, err
 			}
-			sum.heapBytes, sum.stackBytes, sum.goroutines = sum.heapBytes+f.heapBytes, sum.stackBytes+f.stackBytes, sum.goroutines+f.goroutines
+			sum.rssKiB, sum.heapBytes, sum.stackBytes, sum.goroutines = sum.rssKiB+f.rssKiB, sum.heapBytes+f.heapBytes, sum.stackBytes+f.stackBytes, sum.goroutines+f.goroutines
 		}
 		return sum, nil
 	}
@@ -191,12 +195,15 @@ func idleAggregated(ctx context.Context, cp *localcluster.ControlPlane, replicas
 	if err != nil {
 		return row{}, err
 	}
-	// Closed, and gone before the next measurement starts.
-	stop()
-	time.Sleep(3 * time.Second)
+	for _, r := range replicas {
+		if err := saveProfiles(ctx, cp, r, "aggregated"); err != nil {
+			return row{}, err
+		}
+	}
 	n := float64(aggregatedWatches)
-	return row{name: fmt.Sprintf("Go memory per idle watch through the aggregated path (%d open, the replicas together): heap / goroutine stacks; goroutines per watch", aggregatedWatches),
-		cells: [ways]string{whole: fmt.Sprintf("%.1f KiB / %.1f KiB; %.2f", (after.heapBytes-before.heapBytes)/n/1024, (after.stackBytes-before.stackBytes)/n/1024, (after.goroutines-before.goroutines)/n)},
+	return row{name: fmt.Sprintf("memory per idle watch through the aggregated path (%d open, the replicas together): RSS (pages the expired streams freed reused) / Go heap / goroutine stacks; goroutines per watch", aggregatedWatches),
+		cells: [ways]string{whole: fmt.Sprintf("%.1f KiB / %.1f KiB / %.1f KiB; %.2f", float64(after.rssKiB-before.rssKiB)/n, (after.heapBytes-before.heapBytes)/n/1024,
+			(after.stackBytes-before.stackBytes)/n/1024, (after.goroutines-before.goroutines)/n)},
 		ratio: fmt.Sprintf("target ≤ %d KiB", targetKiBPerWatch)}, nil
 }
 
@@ -322,8 +329,9 @@ type footprint struct {
 	goroutines            float64
 }
 
-// footprintOf is what replica r holds, its heap after a collection (which
-// its heap profile's gc=1 asks for).
+// footprintOf is what replica r holds: its live heap after a collection
+// (which its heap profile's gc=1 asks for), robust to the pages that
+// streams let go and others reuse, unlike the heap in use and RSS.
 func footprintOf(ctx context.Context, cp *localcluster.ControlPlane, r replica) (footprint, error) {
 	if _, err := debugGet(ctx, cp, r, "/debug/pprof/heap?gc=1"); err != nil {
 		return footprint{}, err
@@ -333,7 +341,7 @@ func footprintOf(ctx context.Context, cp *localcluster.ControlPlane, r replica) 
 		return footprint{}, err
 	}
 	rss, err := cp.RSSKiB(r.name)
-	return footprint{rssKiB: rss, heapBytes: m["go_memstats_heap_inuse_bytes"], stackBytes: m["go_memstats_stack_inuse_bytes"], goroutines: m["go_goroutines"]}, err
+	return footprint{rssKiB: rss, heapBytes: m["go_memstats_heap_alloc_bytes"], stackBytes: m["go_memstats_stack_inuse_bytes"], goroutines: m["go_goroutines"]}, err
 }
 
 // idleOnReplicas holds streams idle watches open through the data planes
@@ -406,10 +414,7 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 			<-execEnded[i]
 		}
 	}
-	dir := filepath.Join(cp.RepoRoot(), "_output", "bench-proxy", "profiles")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
+	dir := profilesDir(cp)
 	var rows []row
 	var after []footprint
 	for i, r := range replicas {
@@ -418,14 +423,8 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 			return nil, err
 		}
 		after = append(after, f)
-		for _, p := range []struct{ file, path string }{{"heap.pprof", "/debug/pprof/heap?gc=1"}, {"goroutine.txt", "/debug/pprof/goroutine?debug=1"}} {
-			body, err := debugGet(ctx, cp, r, p.path)
-			if err != nil {
-				return nil, err
-			}
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d-%s", r.name, share, p.file)), body, 0o644); err != nil {
-				return nil, err
-			}
+		if err := saveProfiles(ctx, cp, r, strconv.Itoa(share)); err != nil {
+			return nil, err
 		}
 		b, w, a := before[i], watching[i], after[i]
 		perStream := func(b, a footprint, n int) string {
@@ -478,6 +477,29 @@ func idleOnReplicas(ctx context.Context, cp *localcluster.ControlPlane, client v
 		}
 	}
 	return rows, nil
+}
+
+// profilesDir is where the bench saves the replicas' profiles.
+func profilesDir(cp *localcluster.ControlPlane) string {
+	return filepath.Join(cp.RepoRoot(), "_output", "bench-proxy", "profiles")
+}
+
+// saveProfiles saves a replica's heap profile and goroutine dump in
+// profilesDir, their names marked with what it held.
+func saveProfiles(ctx context.Context, cp *localcluster.ControlPlane, r replica, held string) error {
+	if err := os.MkdirAll(profilesDir(cp), 0o755); err != nil {
+		return err
+	}
+	for _, p := range []struct{ file, path string }{{"heap.pprof", "/debug/pprof/heap?gc=1"}, {"goroutine.txt", "/debug/pprof/goroutine?debug=1"}} {
+		body, err := debugGet(ctx, cp, r, p.path)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(profilesDir(cp), fmt.Sprintf("%s-%s-%s", r.name, held, p.file)), body, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // percentiles prints the p50, p99 and largest of d; "none" when empty.
