@@ -181,6 +181,20 @@ func idleAggregated(ctx context.Context, cp *localcluster.ControlPlane, replicas
 		}
 		return sum, nil
 	}
+	// The expired streams are gone first.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		open := 0.0
+		for _, r := range replicas {
+			m, err := metrics(ctx, cp, r)
+			if err != nil {
+				return row{}, err
+			}
+			open += m["clustergate_proxy_open_requests"]
+		}
+		if open == 0 {
+			break
+		}
+	}
 	before, err := footprints()
 	if err != nil {
 		return row{}, err
