@@ -78,6 +78,8 @@ type ControlPlane struct {
 	// shootForward, the installed way, relays the process node's gateway
 	// to the shoot kube-apiserver, for the server's pods (forwardShoot).
 	shootForward *balancer
+	// balancers are those Balance started, closed by Stop.
+	balancers []*balancer
 	// certs are the control plane's CAs and certificates, in pki.
 	certs *certificates
 	// processNode holds the process node's certificates, with
@@ -159,7 +161,7 @@ func (cp *ControlPlane) Stop() {
 		cp.procs[i].stop(15 * time.Second)
 	}
 	cp.procs = nil
-	for _, b := range []*balancer{cp.balancer, cp.shootForward} {
+	for _, b := range append([]*balancer{cp.balancer, cp.shootForward}, cp.balancers...) {
 		if b != nil {
 			b.close()
 		}

@@ -71,6 +71,22 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string, flags ...
 	return r, nil
 }
 
+// Balance starts a balancer in front of backends (host:port), such as the
+// replicas' data planes, that hands each new TCP connection to the next
+// one in turn, as a layer-4 load balancer does, and returns its host:port.
+// Stop stops it.
+func (cp *ControlPlane) Balance(backends ...string) (string, error) {
+	b, err := newBalancer("127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	for _, backend := range backends {
+		b.add(backend)
+	}
+	cp.balancers = append(cp.balancers, b)
+	return b.ln.Addr().String(), nil
+}
+
 // FrontProxyConfig returns a client configuration for a clustergate replica
 // at url that authenticates the way the aggregator does, as user with
 // groups, without passing through kube-apiserver.

@@ -130,6 +130,15 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		factory.Start(hookCtx.Done())
 		return nil
 	})
+	// Once --shutdown-delay-duration is over, the server stops taking
+	// requests and waits for those open to finish, up to its request
+	// timeout: proxied streams end then, with a Status saying that the
+	// replica stops, and their clients reconnect to another one. (The
+	// controllers' hook must not wait for this.)
+	server.AddPreShutdownHookOrDie("end-proxied-streams", func() error {
+		time.AfterFunc(server.ShutdownDelayDuration, p.registry.Stop)
+		return nil
+	})
 	if extra.DataPlane.Address != "" {
 		// The data plane presents the serving certificate unless it has one
 		// of its own, which is reloaded when its files change.

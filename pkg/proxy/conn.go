@@ -125,7 +125,8 @@ func (c *connWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // required recording failed: with a frame saying why where the protocol
 // has one (upgradedConn), then the network connection at once. (Closing
 // TLS would first send an alert, which a client that stopped reading could
-// hold up for seconds.)
+// hold up for seconds.) A nil why is the session's end, as ended says it:
+// worded only for a stream that needs it.
 func (c *connWriter) closeHijacked(why error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,6 +135,9 @@ func (c *connWriter) closeHijacked(why error) {
 		return
 	}
 	if framed, ok := c.conn.(*upgradedConn); ok {
+		if why == nil {
+			why = c.ended()
+		}
 		framed.finish(why)
 	}
 	_ = c.raw.Close()
@@ -184,19 +188,42 @@ func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
 		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
 		return
 	}
-	//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
-	status := apierrors.NewGone(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause)).Status()
-	status.Kind, status.APIVersion = "Status", "v1"
-	event, err := json.Marshal(map[string]any{"type": "ERROR", "object": status})
-	if err != nil {
+	event := finalEvent(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause))
+	if event == nil {
 		return
 	}
 	// An event cut off mid-line is lost; the final one stands on its own.
-	if cw.midLine.Load() {
-		event = append([]byte{'\n'}, event...)
+	if !cw.midLine.Load() {
+		event = event[1:]
 	}
-	_, _ = cw.ResponseWriter.Write(append(event, '\n'))
-	if f, ok := cw.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
+	// Not flushed: the handler returns right after, and the server sends
+	// the event with the end of the stream, in one frame on HTTP/2.
+	_, _ = cw.ResponseWriter.Write(event)
+}
+
+// lastFinalEvent is the final watch event made last: every watch of a
+// session that ends gets the same one, and thousands may end at once.
+var lastFinalEvent atomic.Pointer[finalWatchEvent]
+
+type finalWatchEvent struct {
+	message string
+	event   []byte
+}
+
+// finalEvent is the ERROR event, with a newline before and after, whose
+// Status (reason Gone) carries message; nil if it cannot be encoded.
+func finalEvent(message string) []byte {
+	if last := lastFinalEvent.Load(); last != nil && last.message == message {
+		return last.event
 	}
+	//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
+	status := apierrors.NewGone(message).Status()
+	status.Kind, status.APIVersion = "Status", "v1"
+	event, err := json.Marshal(map[string]any{"type": "ERROR", "object": status})
+	if err != nil {
+		return nil
+	}
+	event = append(append([]byte{'\n'}, event...), '\n')
+	lastFinalEvent.Store(&finalWatchEvent{message: message, event: event})
+	return event
 }

@@ -58,7 +58,8 @@ func init() {
 	}
 }
 
-// verbClass classifies a proxied request, whose LongRunning is given.
+// verbClass classifies a proxied request, long-running as LongRunning
+// decided it when the request came in.
 func verbClass(req *http.Request, longRunning bool) string {
 	switch {
 	case httpstream.IsUpgradeRequest(req):

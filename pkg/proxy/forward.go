@@ -11,88 +11,106 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
+	"time"
+
+	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/klog/v2"
 )
 
-// forward passes a request that is not an upgrade to location on the
-// target, as k8s.io/apimachinery's UpgradeAwareHandler does (the client's
-// address as X-Forwarded-For, Host set to the target's, redirects from the
-// target refused), without what that handler builds anew for
-// every request: its reverse proxy, error logger, copy of the headers, and
-// a 32 KiB buffer for the response body, which here comes from a pool.
-// Upgrades keep going through UpgradeAwareHandler, which hijacks the
-// client connection.
-func forward(w http.ResponseWriter, req *http.Request, location *url.URL, transport http.RoundTripper, errs errorResponder) {
-	// As UpgradeAwareHandler: a trailing slash the client sent stays.
-	if strings.HasSuffix(req.URL.Path, "/") && !strings.HasSuffix(location.Path, "/") {
+// Response copy buffers (not those of upgraded streams). A response holds
+// its buffer from its first byte to its last, so an open watch holds one
+// for as long as it stays open, mostly idle: long-running responses copy
+// through small buffers, ordinary ones through httputil.ReverseProxy's own
+// size; both are pooled, so that a request allocates none.
+var (
+	responseBuffers = newBufferPool(32 << 10)
+	streamBuffers   = newBufferPool(4 << 10)
+)
+
+// flushInterval is how long a response's bytes may wait to be flushed, as
+// k8s.io/apimachinery's proxy handler sets it; streamed responses (no
+// length, such as a watch) are flushed at every write.
+const flushInterval = 200 * time.Millisecond
+
+// forward passes a request that is not an upgrade to location with
+// transport and copies the answer back to w, as k8s.io/apimachinery's
+// UpgradeAwareHandler does (the target's Host, X-Forwarded-For, forwarding
+// redirects refused, failures to responder), without what that handler
+// builds anew for every request (its reverse proxy, error logger, copy of
+// the headers and a 32 KiB buffer), and with copy buffers chosen for the
+// request: long-running ones get small ones. Upgrades keep going through
+// UpgradeAwareHandler, which hijacks the client connection.
+func forward(w http.ResponseWriter, req *http.Request, location url.URL, transport http.RoundTripper, responder utilproxy.ErrorResponder, longRunning bool) {
+	if !strings.HasSuffix(location.Path, "/") && strings.HasSuffix(req.URL.Path, "/") {
 		location.Path += "/"
 	}
-	(&httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.Out.URL, r.Out.Host = location, location.Host
-			// The caller's own forwarding headers were stripped (and the
-			// reverse proxy drops them too): the address the target sees
-			// is the one this server saw.
-			if ip, _, err := net.SplitHostPort(r.In.RemoteAddr); err == nil {
-				r.Out.Header.Set("X-Forwarded-For", ip)
+	buffers := responseBuffers
+	if longRunning {
+		buffers = streamBuffers
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			u := location
+			pr.Out.URL, pr.Out.Host = &u, location.Host
+			// The caller's address as this server saw it is the only
+			// forwarding header the target gets.
+			if ip, _, err := net.SplitHostPort(pr.In.RemoteAddr); err == nil {
+				pr.Out.Header.Set("X-Forwarded-For", ip)
 			}
 		},
 		Transport:      transport,
-		BufferPool:     responseBuffers,
-		ErrorLog:       reverseProxyLog,
-		ErrorHandler:   errs.Error,
+		FlushInterval:  flushInterval,
+		BufferPool:     buffers,
 		ModifyResponse: refuseRedirect,
-	}).ServeHTTP(w, req)
+		ErrorHandler:   responder.Error,
+		ErrorLog:       reverseProxyLog,
+	}
+	rp.ServeHTTP(w, req)
 }
 
-// redirectRefused is what the client reads instead of a redirect.
-const redirectRefused = "the backend attempted to redirect this request, which is not permitted"
-
-// refuseRedirect replaces a redirect from the target with a 502: the proxy
-// follows none, and the client must not follow one to wherever the target
-// points, with the session's authority.
+// refuseRedirect replaces a redirect of the target by a 502: following it
+// would take the session's credentials elsewhere.
 func refuseRedirect(resp *http.Response) error {
 	if resp.StatusCode < 300 || resp.StatusCode > 399 || resp.Header.Get("Location") == "" {
 		return nil
 	}
 	_ = resp.Body.Close()
+	const msg = "the backend attempted to redirect this request, which is not permitted"
 	*resp = http.Response{
 		StatusCode:    http.StatusBadGateway,
-		Status:        fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode)),
-		Body:          io.NopCloser(strings.NewReader(redirectRefused)),
-		ContentLength: int64(len(redirectRefused)),
+		Status:        fmt.Sprintf("%d %s", http.StatusBadGateway, http.StatusText(http.StatusBadGateway)),
+		Body:          io.NopCloser(strings.NewReader(msg)),
+		ContentLength: int64(len(msg)),
 	}
 	return nil
 }
 
-// responseBufferSize is the size of the buffers that carry response bodies
-// from the target to the client: the reverse proxy's own default.
-const responseBufferSize = 32 << 10
+// reverseProxyLog takes httputil.ReverseProxy's messages into the log at
+// level 2: a copy cut short by the client or the session's end is routine.
+var reverseProxyLog = log.New(logWriter{}, "", 0)
 
-// responseBuffers lends the reverse proxies their copy buffers.
-var responseBuffers = &bufferPool{pool: sync.Pool{New: func() any { return make([]byte, responseBufferSize) }}}
+type logWriter struct{}
 
-// bufferPool is an httputil.BufferPool over a sync.Pool.
-type bufferPool struct{ pool sync.Pool }
-
-func (p *bufferPool) Get() []byte { return p.pool.Get().([]byte) }
-
-//nolint:staticcheck // SA6002: the slice header is 24 bytes; its buffer is what the pool saves.
-func (p *bufferPool) Put(b []byte) { p.pool.Put(b) }
-
-// reverseProxyLog takes the reverse proxy's own messages. Its "suppressing
-// panic" lines say only that a client or target went away while a response
-// was copied, which the request's closing log line says too.
-var reverseProxyLog = log.New(quietCopyErrors{}, "", log.LstdFlags)
-
-// quietCopyErrors writes to standard error what is not a suppressed panic.
-type quietCopyErrors struct{}
-
-func (quietCopyErrors) Write(p []byte) (int, error) {
-	if strings.Contains(string(p), "suppressing panic") {
-		return len(p), nil
-	}
-	return os.Stderr.Write(p)
+func (logWriter) Write(p []byte) (int, error) {
+	klog.V(2).InfoS("Reverse proxy", "message", strings.TrimSpace(string(p)))
+	return len(p), nil
 }
+
+// bufferPool is an httputil.BufferPool of buffers of one size.
+type bufferPool struct {
+	size int
+	pool sync.Pool
+}
+
+func newBufferPool(size int) *bufferPool { return &bufferPool{size: size} }
+
+func (b *bufferPool) Get() []byte {
+	if buf, ok := b.pool.Get().(*[]byte); ok {
+		return *buf
+	}
+	return make([]byte, b.size)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.pool.Put(&buf) }

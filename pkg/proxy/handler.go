@@ -191,12 +191,11 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	location := *t.Backend
 	location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(p.path, "/")
 	location.RawQuery = req.URL.RawQuery
-	errs := errorResponder{responder, t}
 	if !httpstream.IsUpgradeRequest(req) {
-		forward(p.cw, req.WithContext(p.ctx), &location, t.Transport, errs)
+		forward(p.cw, req.WithContext(p.ctx), location, t.Transport, errorResponder{responder, t}, p.longRunning)
 		return
 	}
-	h := utilproxy.NewUpgradeAwareHandler(&location, boundTo(p.ctx, t.Transport), false, false, errs)
+	h := utilproxy.NewUpgradeAwareHandler(&location, boundTo(p.ctx, t.Transport), false, false, errorResponder{responder, t})
 	h.UseLocationHost = true
 	h.RejectForwardingRedirects = true
 	h.ServeHTTP(p.cw, req.WithContext(p.ctx))
@@ -209,11 +208,10 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 // handler. (Ordinary requests are bounded by the request timeout, whose
 // filter may return before this handler does.)
 func (p *proxiedRequest) sessionEnded(w http.ResponseWriter) {
-	why := p.cw.ended()
-	if why == nil {
+	if sessionEnd(p.ctx) == nil {
 		return
 	}
-	p.cw.closeHijacked(why)
+	p.cw.closeHijacked(nil)
 	p.endMu.Lock()
 	defer p.endMu.Unlock()
 	// The response writer is the server's once the handler returned.
@@ -273,7 +271,7 @@ func (p *proxiedRequest) close() {
 // handler returned.
 func sessionEnd(ctx context.Context) error {
 	cause := context.Cause(ctx)
-	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrLocked} {
+	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrLocked, ErrStopping} {
 		if errors.Is(cause, end) {
 			return cause
 		}

@@ -18,12 +18,12 @@ var (
 	})
 	closedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "closed_requests_total",
-		Help:           "Proxied requests and streams that ended, by reason (completed, expired, idle, deleted, not_ready, locked).",
+		Help:           "Proxied requests and streams that ended, by reason (completed, expired, idle, deleted, not_ready, locked, stopping).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 	refusedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "refused_requests_total",
-		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit).",
+		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit, stopping).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 )
@@ -60,6 +60,8 @@ func reasonLabel(err error) string {
 		return "session_limit"
 	case errors.Is(err, ErrTooManyForOwner):
 		return "owner_limit"
+	case errors.Is(err, ErrStopping):
+		return "stopping"
 	}
 	return "other"
 }

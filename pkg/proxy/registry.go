@@ -26,6 +26,9 @@ var (
 	ErrDeleted  = errors.New("the session was deleted")
 	ErrNotReady = errors.New("the session is no longer ready")
 	ErrIdle     = errors.New("the session went idle: unused for its idle timeout")
+	// ErrStopping ends every connection of a replica that stops; their
+	// clients reconnect and reach another replica.
+	ErrStopping = errors.New("this clustergate replica is stopping: reconnect to reach another one")
 	// ErrTooManyForSession and ErrTooManyForOwner refuse a connection past
 	// the concurrency limits.
 	ErrTooManyForSession = errors.New("too many concurrent requests through this session")
@@ -67,6 +70,8 @@ type Registry struct {
 	// recorder records streams and requests (record.go); nil records
 	// nothing.
 	recorder *recording.Recorder
+	// stopping is set by Stop: every connection is refused.
+	stopping bool
 }
 
 type tracked struct {
@@ -100,6 +105,9 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 func (r *Registry) OpenUntil(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time) (context.Context, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.stopping {
+		return nil, nil, ErrStopping
+	}
 	t := r.sessions[uid]
 	if t != nil && t.ended != nil {
 		return nil, nil, t.ended
@@ -259,6 +267,22 @@ func (r *Registry) end(uid types.UID, reason error) {
 	t.timer = r.clock.AfterFunc(tombstoneTTL, func() { go r.forget(uid, t) })
 	for _, cancel := range t.conns {
 		cancel(reason)
+	}
+}
+
+// Stop ends every open connection with ErrStopping and refuses new ones
+// with it, for a replica that stops: its HTTP server's shutdown would
+// otherwise wait for streams (watches, exec) until its timeout.
+func (r *Registry) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopping = true
+	for _, t := range r.sessions {
+		if t.ended == nil {
+			for _, cancel := range t.conns {
+				cancel(ErrStopping)
+			}
+		}
 	}
 }
 

@@ -50,6 +50,27 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("open after end: %v, want ErrDeleted", err)
 			}
 		}},
+		{name: "stop ends every session's connections and refuses new ones", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+			a, releaseA, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
+			must(t, err)
+			defer releaseA()
+			b, releaseB, err := r.Open(context.Background(), "s2", "bob", start.Add(time.Hour))
+			must(t, err)
+			defer releaseB()
+			r.End("s3", ErrDeleted)
+			r.Stop()
+			for _, ctx := range []context.Context{a, b} {
+				if !errors.Is(context.Cause(ctx), ErrStopping) {
+					t.Errorf("cause = %v, want ErrStopping", context.Cause(ctx))
+				}
+			}
+			if _, _, err := r.Open(context.Background(), "s4", "alice", start.Add(time.Hour)); !errors.Is(err, ErrStopping) {
+				t.Errorf("open after stop: %v, want ErrStopping", err)
+			}
+			if !apierrors.IsServiceUnavailable(statusFor(ErrStopping, Target{Namespace: "sre", Name: "fix"})) {
+				t.Errorf("a refusal of a stopping replica is not a 503")
+			}
+		}},
 		{name: "the timer at expiresAt ends connections", run: func(t *testing.T, r *Registry, clk *clocktesting.FakeClock) {
 			ctx, release, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Minute))
 			must(t, err)

@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
@@ -37,7 +38,7 @@ const namespace = "bench"
 func main() {
 	gets := flag.Int("gets", 500, "small GETs per path")
 	configMaps := flag.Int("configmaps", 5000, "ConfigMaps to LIST")
-	streams := flag.Int("streams", 1000, "idle watches held open through the proxy until their session expires (0: skip)")
+	streams := flag.Int("streams", 1000, "idle watches held open through the data planes of two replicas until their session expires (0: skip)")
 	flag.Parse()
 	root, _ := os.Getwd()
 	if err := run(root, *gets, *configMaps, *streams); err != nil {
@@ -50,6 +51,7 @@ func main() {
 type path struct {
 	name   string
 	client kubernetes.Interface
+	cfg    *rest.Config
 }
 
 // Paths, in the order of the table's columns.
@@ -72,6 +74,8 @@ func run(root string, n, configMaps, streams int) error {
 	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench-proxy"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
 		ClustergateArgs: []string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"},
+		// A second replica joins for the fleet rows.
+		SharedEtcd: true,
 	})
 	if err != nil {
 		return err
@@ -118,6 +122,10 @@ func run(root string, n, configMaps, streams int) error {
 		return err
 	}
 
+	if *fleetOnly {
+		rows, err := fleet(ctx, cp, client, gardenCfg, streams)
+		return printTable(paths, rows, err)
+	}
 	var rows []row
 	// Small GETs, the paths taking turns so that noise hits all alike.
 	var gets []func() error
@@ -176,20 +184,18 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	rows = append(rows, handler...)
 
-	if streams > 0 {
-		idle, err := idleStreams(ctx, cp, client, gardenCfg, streams)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, idle...)
-	}
+	fleetRows, err := fleet(ctx, cp, client, gardenCfg, streams)
+	return printTable(paths, append(rows, fleetRows...), err)
+}
 
+// printTable prints the rows measured before err, if any, and returns err.
+func printTable(paths []path, rows []row, err error) error {
 	fmt.Printf("\n| measurement | %s | %s | %s | %s | whole path / clustergate alone / data plane vs direct |\n|---|---|---|---|---|---|\n",
 		paths[whole].name, paths[alone].name, paths[dataPlane].name, paths[targetDirect].name)
 	for _, r := range rows {
 		fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", r.name, r.cells[0], r.cells[1], r.cells[2], r.cells[3], r.ratio)
 	}
-	return nil
+	return err
 }
 
 // addedRow shows durations per path and what each way adds to the direct

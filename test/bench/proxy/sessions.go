@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -79,9 +78,10 @@ func clients(ctx context.Context, cp *localcluster.ControlPlane, garden *rest.Co
 	if dataPlaneCfg.BearerToken, err = ownerToken(ctx, kube, localcluster.DataPlaneAudience); err != nil {
 		return nil, err
 	}
-	paths := []path{{"kube-apiserver → clustergate", nil}, {"clustergate alone", nil}, {"data plane", nil}, {"direct", nil}}
+	paths := []path{{name: "kube-apiserver → clustergate"}, {name: "clustergate alone"}, {name: "data plane"}, {name: "direct"}}
 	for i, cfg := range []*rest.Config{wholeCfg, aloneCfg, dataPlaneCfg, directCfg} {
 		cfg.QPS, cfg.Burst = 5000, 5000
+		paths[i].cfg = cfg
 		if paths[i].client, err = kubernetes.NewForConfig(cfg); err != nil {
 			return nil, err
 		}
@@ -102,62 +102,4 @@ func ownerToken(ctx context.Context, kube kubernetes.Interface, audience string)
 		return "", err
 	}
 	return tr.Status.Token, nil
-}
-
-// idleStreams holds streams idle watches open through the whole path of a
-// short session, measures clustergate's memory for them, and waits for the
-// session's expiry to end them all.
-func idleStreams(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, streams int) ([]row, error) {
-	short, err := openSession(ctx, client, "expiring", 3*time.Minute, owner)
-	if err != nil {
-		return nil, err
-	}
-	// Only the whole path is used here.
-	paths, err := clients(ctx, cp, gardenCfg, short, short)
-	if err != nil {
-		return nil, err
-	}
-	before := rssKiB(cp)
-	ended, err := openWatches(ctx, paths[whole].client, streams)
-	if err != nil {
-		return nil, err
-	}
-	time.Sleep(5 * time.Second)
-	after := rssKiB(cp)
-	var last time.Time
-	for range streams {
-		last = <-ended
-	}
-	return []row{
-		{name: fmt.Sprintf("clustergate RSS per idle watch (%d open)", streams),
-			cells: [ways]string{fmt.Sprintf("%.0f KiB (%d → %d MiB)", float64(after-before)/float64(streams), before/1024, after/1024)}},
-		{name: fmt.Sprintf("expiresAt → last of %d streams closed", streams),
-			cells: [ways]string{last.Sub(short.Status.ExpiresAt.Time).Round(time.Millisecond).String()}},
-	}, nil
-}
-
-// openWatches opens n watches through c; each sends the moment it ended.
-func openWatches(ctx context.Context, c kubernetes.Interface, n int) (<-chan time.Time, error) {
-	ended := make(chan time.Time, n)
-	for range n {
-		w, err := c.CoreV1().ConfigMaps(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=none"})
-		if err != nil {
-			return nil, err
-		}
-		go func() {
-			for range w.ResultChan() {
-			}
-			ended <- time.Now()
-		}()
-	}
-	return ended, nil
-}
-
-// rssKiB is clustergate's resident memory; 0, reported, when unreadable.
-func rssKiB(cp *localcluster.ControlPlane) int {
-	kib, err := cp.RSSKiB("clustergate")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-	}
-	return kib
 }
