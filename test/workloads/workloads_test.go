@@ -8,7 +8,6 @@
 package workloads
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,11 +19,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
+	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
 // TestWorkloads starts a garden with a process node, runs workloads on it
@@ -228,7 +227,7 @@ func TestWorkloads(t *testing.T) {
 		pod := getPods(t, kubectl, "app="+c.name)[0]
 		// kubectl logs -f shows what the process printed after SIGTERM,
 		// and ends when the process does.
-		var logs syncBuffer
+		var logs e2echeck.SyncBuffer
 		followCtx, cancel := context.WithTimeout(ctx, time.Minute)
 		follow := exec.CommandContext(followCtx, "kubectl", "--kubeconfig", cp.AdminKubeconfig, "-n", "wl", "logs", "-f", pod.Metadata.Name)
 		follow.Stdout = &logs
@@ -299,26 +298,6 @@ func getPods(t *testing.T, kubectl func(string, ...string) string, selector stri
 		t.Fatal(err)
 	}
 	return list.Items
-}
-
-// syncBuffer is a buffer that a command writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-// Write appends p.
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String is what was written so far.
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // podClient gives up on a pod that does not answer, rather than the test's
