@@ -228,9 +228,20 @@ func idleAggregated(ctx context.Context, cp *localcluster.ControlPlane, replicas
 	}
 	n := float64(aggregatedWatches)
 	return row{name: fmt.Sprintf("memory per idle watch through the aggregated path (%d open, the replicas together): RSS (pages the expired streams freed reused) / Go heap / goroutine stacks; goroutines per watch", aggregatedWatches),
-		cells: [ways]string{whole: fmt.Sprintf("%.1f KiB / %.1f KiB / %.1f KiB; %.2f", float64(after.rssKiB-before.rssKiB)/n, (after.heapBytes-before.heapBytes)/n/1024,
+		cells: [ways]string{whole: fmt.Sprintf("%s / %.1f KiB / %.1f KiB; %.2f", rssPerWatch(before.rssKiB, after.rssKiB, aggregatedWatches), (after.heapBytes-before.heapBytes)/n/1024,
 			(after.stackBytes-before.stackBytes)/n/1024, (after.goroutines-before.goroutines)/n)},
 		ratio: fmt.Sprintf("target ≤ %d KiB", targetKiBPerWatch)}, nil
+}
+
+// rssPerWatch is the growth of RSS from before to after per watch of n.
+// After many streams were cut, the runtime hands their pages back to the
+// system in the background, and RSS may fall while the watches open: then
+// it says nothing of them.
+func rssPerWatch(before, after, n int) string {
+	if after < before {
+		return "n/a (fell: the cut streams' pages were returned meanwhile)"
+	}
+	return fmt.Sprintf("%.1f KiB", float64(after-before)/float64(n))
 }
 
 // concurrentGets runs spreadClients clients of cfg, each with a connection
