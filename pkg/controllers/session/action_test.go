@@ -10,7 +10,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"testing"
 	"time"
@@ -18,9 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -433,21 +430,4 @@ func TestNextAction(t *testing.T) {
 func deleted(s *v1alpha1.Session) {
 	now := metav1.NewTime(created.Add(time.Hour))
 	s.DeletionTimestamp = &now
-}
-
-func TestTargetProblemReasons(t *testing.T) {
-	tests := []struct {
-		err  error
-		want string
-	}{
-		{apierrors.NewForbidden(schema.GroupResource{Resource: "certificatesigningrequests"}, "x", errors.New("no")), v1alpha1.SessionReasonTargetForbidden},
-		{apierrors.NewUnauthorized("expired token"), v1alpha1.SessionReasonTargetForbidden},
-		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), v1alpha1.SessionReasonTargetUnreachable},
-		{apierrors.NewInternalError(errors.New("etcd")), v1alpha1.SessionReasonTargetUnreachable},
-	}
-	for _, tt := range tests {
-		if got := targetProblem(tt.err).Reason; got != tt.want {
-			t.Errorf("targetProblem(%v) = %s, want %s", tt.err, got, tt.want)
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -176,5 +177,24 @@ func TestSessionsNaming(t *testing.T) {
 				t.Errorf("queued (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTargetProblemReasons: what a failed request to a target says in
+// the session's conditions.
+func TestTargetProblemReasons(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{apierrors.NewForbidden(schema.GroupResource{Resource: "certificatesigningrequests"}, "x", errors.New("no")), v1alpha1.SessionReasonTargetForbidden},
+		{apierrors.NewUnauthorized("expired token"), v1alpha1.SessionReasonTargetForbidden},
+		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), v1alpha1.SessionReasonTargetUnreachable},
+		{apierrors.NewInternalError(errors.New("etcd")), v1alpha1.SessionReasonTargetUnreachable},
+	}
+	for _, tt := range tests {
+		if got := targetProblem(tt.err).Reason; got != tt.want {
+			t.Errorf("targetProblem(%v) = %s, want %s", tt.err, got, tt.want)
+		}
 	}
 }
