@@ -115,7 +115,7 @@ func BenchmarkUpgradedStream(b *testing.B) {
 		}
 	}
 	for _, s := range streams {
-		if s.Manifest == nil || s.Manifest.Failed != "" || s.Manifest.Events == 0 {
+		if s.Manifest == nil || s.Manifest.Failed != "" || s.Manifest.CaptureLength == 0 {
 			b.Errorf("recording %s: %+v", s.Stream, s.Manifest)
 		}
 	}

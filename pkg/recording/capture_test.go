@@ -167,6 +167,6 @@ func TestRenderNeverPanics(t *testing.T) {
 			b = b[:rng.IntN(len(b)+1)]
 		}
 		var out bytes.Buffer
-		_ = renderCast(newCastWriter(StreamInfo{}), 2, func(int) ([]byte, error) { return b, nil }, &out)
+		_ = renderCast(&castWriter{}, 2, func(int) ([]byte, error) { return b, nil }, &out)
 	}
 }

@@ -6,11 +6,9 @@ package recording
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"math/bits"
 	"strconv"
@@ -54,21 +52,12 @@ type castWriter struct {
 	// join it; openAt is its time.
 	open        string
 	openAt      float64
-	events      int
 	notUpgraded bool
-	length      int64
-	// sum, when set, takes the digest of what is written.
-	sum hash.Hash
-}
-
-func newCastWriter(info StreamInfo) *castWriter {
-	return &castWriter{info: info}
 }
 
 // renderCast builds the asciicast of a recording from its n chunks, which
-// chunk returns in order, and writes it to w, or only counts it (c's
-// length, events and sum) when w is nil. Each chunk ends what output may
-// join, as the chunks ended it when the asciicast was written as the
+// chunk returns in order, and writes it to w. Each chunk ends what output
+// may join, as the chunks ended it when the asciicast was written as the
 // stream ran; the last one also flushes what the stream left incomplete.
 // A stream that stops decoding renders up to there.
 func renderCast(c *castWriter, n int, chunk func(i int) ([]byte, error), w io.Writer) error {
@@ -86,12 +75,10 @@ func renderCast(c *castWriter, n int, chunk func(i int) ([]byte, error), w io.Wr
 			return fmt.Errorf("chunk %d: %w", i+1, err)
 		}
 		if out := c.pending(i == n-1); len(out) > 0 {
-			if w != nil {
-				if _, err := w.Write(out); err != nil {
-					return err
-				}
+			if _, err := w.Write(out); err != nil {
+				return err
 			}
-			c.written(out)
+			c.written()
 		}
 	}
 	return nil
@@ -159,7 +146,6 @@ func (c *castWriter) event(at time.Duration, e event) {
 		c.buf = append(c.buf, e.kind...)
 		c.buf = append(c.buf, `", "`...)
 		c.open, c.openAt = e.kind, t
-		c.events++
 	}
 	c.buf = appendJSONStringContent(c.buf, e.data)
 	c.buf = append(c.buf, eventEnd...)
@@ -191,13 +177,9 @@ func (c *castWriter) pending(final bool) []byte {
 	return c.buf
 }
 
-// written takes note that chunk, from pending, is stored; the events of
-// the next chunk are new lines.
-func (c *castWriter) written(chunk []byte) {
-	c.length += int64(len(chunk))
-	if c.sum != nil {
-		c.sum.Write(chunk)
-	}
+// written takes note that the chunk from pending is written; the events
+// of the next chunk are new lines.
+func (c *castWriter) written() {
 	c.buf = c.buf[:0]
 	c.open = ""
 }
@@ -217,15 +199,6 @@ func (c *castWriter) header() []byte {
 	}
 	data, _ := json.Marshal(h)
 	return append(data, '\n')
-}
-
-func (c *castWriter) manifest(end time.Time) Manifest {
-	m := Manifest{Stream: c.info.Stream, Protocol: c.decoder.Protocol(), EndTime: end,
-		Length: c.length, SHA256: hex.EncodeToString(c.sum.Sum(nil)), Events: c.events}
-	if c.notUpgraded {
-		m.Failed = errNotUpgraded.Error()
-	}
-	return m
 }
 
 // incompleteSuffix is how many bytes at the end of s start a UTF-8

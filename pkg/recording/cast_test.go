@@ -113,7 +113,7 @@ func TestCastWriterCoalescesOutput(t *testing.T) {
 		want: `[0.000000, "o", "hé!"]` + "\n",
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCastWriter(StreamInfo{})
+			c := &castWriter{}
 			for _, f := range tt.fed {
 				c.event(f.at, event{f.kind, []byte(f.data)})
 			}
@@ -125,9 +125,10 @@ func TestCastWriterCoalescesOutput(t *testing.T) {
 }
 
 func TestCastWriterStartsNewEventsAfterAChunk(t *testing.T) {
-	c := newCastWriter(StreamInfo{})
+	c := &castWriter{}
 	c.event(0, event{kindOutput, []byte("a")})
-	c.written(c.pending(false))
+	c.pending(false)
+	c.written()
 	c.event(time.Millisecond, event{kindOutput, []byte("b")})
 	if got, want := string(c.pending(false)), `[0.001000, "o", "b"]`+"\n"; got != want {
 		t.Errorf("second chunk %q, want %q", got, want)

@@ -7,6 +7,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,8 +100,13 @@ func (r Reader) readJSON(ctx context.Context, key string, into any) error {
 	return nil
 }
 
+// ErrNotAsWritten says that a recording's chunks are not those its
+// manifest describes: they were changed, added or removed since.
+var ErrNotAsWritten = errors.New("the recording is not what was written")
+
 // Cast returns the asciicast file of a stream of a session named name,
-// built from its chunks.
+// built from its chunks. Once the recording is finished, the chunks must
+// be those its manifest describes (ErrNotAsWritten otherwise).
 func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byte, error) {
 	if store.CheckKey(stream) != nil || strings.Contains(stream, "/") {
 		return nil, ErrNoStream
@@ -108,7 +115,7 @@ func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	var info, chunks []string
+	var info, manifest, chunks []string
 	for _, o := range objects {
 		dir, object, ok := streamObject(o.Key)
 		if !ok || !strings.HasSuffix(dir, "/"+stream) {
@@ -117,21 +124,40 @@ func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byt
 		switch {
 		case object == infoObject:
 			info = append(info, o.Key)
+		case object == manifestObject:
+			manifest = append(manifest, o.Key)
 		case strings.HasPrefix(object, chunkPrefix):
 			chunks = append(chunks, o.Key)
 		}
 	}
-	if len(info) != 1 {
+	if len(info) != 1 || len(manifest) > 1 {
 		return nil, ErrNoStream
 	}
-	cast := newCastWriter(StreamInfo{})
+	dir := strings.TrimSuffix(info[0], infoObject)
+	cast := &castWriter{}
 	if err := r.readJSON(ctx, info[0], &cast.info); err != nil {
 		return nil, err
 	}
 	var out bytes.Buffer
-	err = renderCast(cast, len(chunks), func(i int) ([]byte, error) { return r.Store.Get(ctx, chunks[i]) }, &out)
+	sum, length := sha256.New(), int64(0)
+	err = renderCast(cast, len(chunks), func(i int) ([]byte, error) {
+		chunk, err := r.Store.Get(ctx, chunks[i])
+		sum.Write(chunk)
+		length += int64(len(chunk))
+		return chunk, err
+	}, &out)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.TrimSuffix(info[0], infoObject), err)
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if len(manifest) == 1 {
+		var m Manifest
+		if err := r.readJSON(ctx, manifest[0], &m); err != nil {
+			return nil, err
+		}
+		if got := hex.EncodeToString(sum.Sum(nil)); m.Chunks != len(chunks) || m.CaptureLength != length || m.CaptureSHA256 != got {
+			return nil, fmt.Errorf("%s: %w: %d chunks, %d bytes, sha256 %s; its manifest says %d, %d, %s",
+				dir, ErrNotAsWritten, len(chunks), length, got, m.Chunks, m.CaptureLength, m.CaptureSHA256)
+		}
 	}
 	return out.Bytes(), nil
 }

@@ -6,6 +6,7 @@ package recording
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -133,7 +134,7 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 	info.Stream = newStreamID(info.StartTime, r.cfg.Replica)
 	info.Replica = r.cfg.Replica
 	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream), capturing: true,
-		wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+		captureSum: sha256.New(), wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	s.space = sync.NewCond(&s.mu)
 	data, err := json.Marshal(info)
 	if err == nil {

@@ -62,9 +62,11 @@ func TestRecordAndReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := streams[0].Manifest
-	sum := sha256.Sum256(cast)
-	if m == nil || m.Length != int64(len(cast)) || m.SHA256 != hex.EncodeToString(sum[:]) || m.Failed != "" || m.Protocol != "v5.channel.k8s.io" {
-		t.Errorf("manifest %+v does not describe the cast of %d bytes", m, len(cast))
+	chunks := storedChunks(t, local)
+	sum := sha256.Sum256(bytes.Join(chunks, nil))
+	if m == nil || m.Chunks != len(chunks) || m.CaptureLength != streams[0].Bytes || m.CaptureSHA256 != hex.EncodeToString(sum[:]) ||
+		m.Failed != "" || m.Protocol != "v5.channel.k8s.io" {
+		t.Errorf("manifest %+v does not describe the %d chunks of %d bytes stored", m, len(chunks), streams[0].Bytes)
 	}
 	scanner := bufio.NewScanner(bytes.NewReader(cast))
 	scanner.Scan()
@@ -98,6 +100,83 @@ func TestRecordAndReadBack(t *testing.T) {
 	}
 	if _, err := reader.Cast(ctx, "sre", "fix", "../../x"); !errors.Is(err, ErrNoStream) {
 		t.Errorf("a key outside the session: %v", err)
+	}
+}
+
+// storedChunks returns the chunk objects of the one stream in local.
+func storedChunks(t *testing.T, local *store.Local) [][]byte {
+	t.Helper()
+	objects, err := local.List(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chunks [][]byte
+	for _, o := range objects {
+		if _, object, ok := streamObject(o.Key); ok && strings.HasPrefix(object, chunkPrefix) {
+			data, err := local.Get(context.Background(), o.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunks = append(chunks, data)
+		}
+	}
+	return chunks
+}
+
+// TestCastChecksTheManifest: a finished recording is read only when its
+// chunks are those the manifest describes.
+func TestCastChecksTheManifest(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(ctx context.Context, local *store.Local, chunk func(n int) string) error
+	}{{
+		name: "a byte changed",
+		change: func(ctx context.Context, local *store.Local, chunk func(int) string) error {
+			data, err := local.Get(ctx, chunk(2))
+			if err != nil {
+				return err
+			}
+			data[len(data)-1] ^= 1
+			return local.Put(ctx, chunk(2), data)
+		},
+	}, {
+		name: "the last chunk removed",
+		change: func(ctx context.Context, local *store.Local, chunk func(int) string) error {
+			return local.Delete(ctx, chunk(2))
+		},
+	}, {
+		name: "a chunk added",
+		change: func(ctx context.Context, local *store.Local, chunk func(int) string) error {
+			return local.Put(ctx, chunk(3), []byte(captureMagic))
+		},
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			local, err := store.NewLocal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := newTestRecorder(t, local, PolicyBestEffort).OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.ToClient([]byte(wsResponse))
+			s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "one")))
+			s.writeChunk(false)
+			s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "two")))
+			s.Close()
+			s.Wait()
+			reader := Reader{Store: local}
+			if _, err := reader.Cast(ctx, "sre", "fix", s.ID()); err != nil {
+				t.Fatalf("as written: %v", err)
+			}
+			if err := tt.change(ctx, local, func(n int) string { return chunkKey(s.prefix, n) }); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reader.Cast(ctx, "sre", "fix", s.ID()); !errors.Is(err, ErrNotAsWritten) {
+				t.Errorf("changed: %v, want %v", err, ErrNotAsWritten)
+			}
+		})
 	}
 }
 

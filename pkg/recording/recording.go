@@ -13,8 +13,9 @@
 // their own checks (the stream must decode) and writes every FlushInterval,
 // so that a replica that dies loses at most the last interval. The
 // asciicast is built from the chunks when it is read (Reader.Cast), the
-// same each time. At its end, off the stream's path, a recording gets a
-// manifest with the length and SHA-256 of its asciicast and of its chunks.
+// same each time. At its end a recording gets a manifest with the length
+// and SHA-256 of its chunks, hashed as they were written, which a read
+// checks.
 //
 // A stream's objects, under <namespace>/<name>/<uid>/streams/<id>/:
 // info.json (StreamInfo), capture-000001 and on, manifest.json (Manifest).
@@ -83,15 +84,11 @@ type Manifest struct {
 	EndTime  time.Time `json:"endTime"`
 	// Chunks is how many chunk objects, in the capture format, the
 	// recording has; CaptureLength and CaptureSHA256 are of their
-	// concatenation, as stored.
+	// concatenation, as stored. Reader.Cast checks them: the asciicast is
+	// built only from a recording that is what was written.
 	Chunks        int    `json:"chunks"`
 	CaptureLength int64  `json:"captureLength"`
 	CaptureSHA256 string `json:"captureSHA256"`
-	// Length and SHA256 are of the asciicast file built from the chunks,
-	// as sessions/recordings returns it.
-	Length int64  `json:"length"`
-	SHA256 string `json:"sha256"`
-	Events int    `json:"events"`
 	// Failed says why the recording is incomplete, if it is.
 	Failed string `json:"failed,omitempty"`
 }

@@ -6,11 +6,11 @@ package recording
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"sync"
 	"time"
 
@@ -26,9 +26,9 @@ import (
 // follow fails it; when the chunk outgrows QueueBytes, as when the store
 // is slower than the stream, the relay waits for it, so a stream never
 // outruns its recording (a write to the store is bounded by its timeout,
-// after which the recording fails and stops holding the stream). Close
-// finishes it: the asciicast is built from the chunks written, for the
-// manifest's length and SHA-256, off the stream's path.
+// after which the recording fails and stops holding the stream). The
+// chunks are hashed as they are written, so Close finishes a recording
+// with its manifest without reading it back.
 type Stream struct {
 	recorder *Recorder
 	info     StreamInfo
@@ -59,9 +59,14 @@ type Stream struct {
 	onFail func(error)
 
 	// Only the recording's goroutine touches these: the chunks written,
-	// and the decoder that checks the stream as they are.
-	chunks  int
-	checker decoder
+	// their length and digest, and the decoder that checks the stream as
+	// they are; notUpgraded is set when the target did not switch
+	// protocols.
+	chunks        int
+	captureLength int64
+	captureSum    hash.Hash
+	checker       decoder
+	notUpgraded   bool
 
 	wake, closing, done chan struct{}
 }
@@ -230,6 +235,7 @@ func (s *Stream) writeChunk(last bool) {
 	decodeErr := readCapture(chunk, func(_ time.Duration, fromClient bool, data []byte) error {
 		err := s.checker.feed(fromClient, data, nil)
 		if errors.Is(err, errNotUpgraded) {
+			s.notUpgraded = true
 			return nil
 		}
 		return err
@@ -242,40 +248,28 @@ func (s *Stream) writeChunk(last bool) {
 		return
 	}
 	s.chunks++
+	s.captureLength += int64(len(chunk))
+	s.captureSum.Write(chunk)
 	writtenBytes.Add(float64(len(chunk)))
 	if decodeErr != nil {
 		s.fail(fmt.Errorf("the stream could not be decoded: %w", decodeErr))
 	}
 }
 
-// finish writes the manifest: the asciicast's length and digest, built
-// from the chunks as stored, and theirs. A store read is bounded like a
-// write, per chunk: a long recording takes as long as it takes.
+// finish writes the manifest: the length and digest of the chunks as
+// written, and how the recording ended.
 func (s *Stream) finish() {
 	r := s.recorder
-	end := r.cfg.Clock.Now()
-	cast := newCastWriter(s.info)
-	cast.sum = sha256.New()
-	capture := sha256.New()
-	var captureLength int64
-	renderErr := renderCast(cast, s.chunks, func(i int) ([]byte, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		defer cancel()
-		chunk, err := r.cfg.Store.Get(ctx, chunkKey(s.prefix, i+1))
-		capture.Write(chunk)
-		captureLength += int64(len(chunk))
-		return chunk, err
-	}, nil)
-	m := cast.manifest(end)
-	m.Chunks, m.CaptureLength, m.CaptureSHA256 = s.chunks, captureLength, hex.EncodeToString(capture.Sum(nil))
+	m := Manifest{Stream: s.info.Stream, Protocol: s.checker.Protocol(), EndTime: r.cfg.Clock.Now(),
+		Chunks: s.chunks, CaptureLength: s.captureLength, CaptureSHA256: hex.EncodeToString(s.captureSum.Sum(nil))}
+	if s.notUpgraded {
+		m.Failed = errNotUpgraded.Error()
+	}
 	s.mu.Lock()
-	if s.failed != nil && m.Failed == "" {
+	if s.failed != nil {
 		m.Failed = s.failed.Error()
 	}
 	s.mu.Unlock()
-	if renderErr != nil && m.Failed == "" {
-		m.Failed = "the recording could not be read back: " + renderErr.Error()
-	}
 	data, _ := json.Marshal(m)
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()

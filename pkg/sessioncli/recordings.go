@@ -92,7 +92,7 @@ func printStreams(out io.Writer, streams []recording.StreamSummary) error {
 	for _, s := range streams {
 		duration, state := "-", "recording or cut off"
 		if m := s.Manifest; m != nil {
-			duration, state = m.EndTime.Sub(s.StartTime).Round(time.Second).String(), "complete sha256:"+m.SHA256[:12]
+			duration, state = m.EndTime.Sub(s.StartTime).Round(time.Second).String(), "complete sha256:"+m.CaptureSHA256[:min(12, len(m.CaptureSHA256))]
 			if m.Failed != "" {
 				state = "incomplete: " + m.Failed
 			}
