@@ -17,9 +17,11 @@ import (
 // plane's listener with its JWT authenticator in front of the handler, and BenchmarkUpgradedStream the throughput of upgraded
 // streams (an exec over WebSocket, unrecorded and recorded), with the CPU
 // the proxy run spends beyond the direct one, and the recorded run beyond
-// the unrecorded one, turned into MiB/s per core.
+// the unrecorded one, turned into MiB/s per core; BenchmarkLocalPut what
+// the disk under the recorded run's local store takes.
 func inProcess(root string) ([]row, error) {
-	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "BenchmarkResponse|BenchmarkUpgradedStream|BenchmarkDataPlane", "-count", "5", "./pkg/proxy/", "./pkg/dataplane/")
+	cmd := exec.Command("go", "test", "-run", "^$", "-bench", "BenchmarkResponse|BenchmarkUpgradedStream|BenchmarkDataPlane|BenchmarkLocalPut", "-count", "5",
+		"./pkg/proxy/", "./pkg/dataplane/", "./pkg/recording/store/")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
