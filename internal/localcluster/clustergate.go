@@ -50,7 +50,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if err := cp.start("clustergate", "clustergate-apiserver", append(append([]string{
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cp.ports.clustergate),
 		"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
-		"--data-dir=" + filepath.Join(cp.opts.Dir, "data", "clustergate"),
+		"--data-dir=" + cp.DataDir("clustergate"),
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,

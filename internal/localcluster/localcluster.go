@@ -203,5 +203,11 @@ func (cp *ControlPlane) ShootClientCA() *CA { return cp.certs.shootClientCA }
 // LogDir holds the output of every component, in <component>.log.
 func (cp *ControlPlane) LogDir() string { return cp.logs }
 
+// DataDir is the --data-dir of clustergate or of the replica named
+// component.
+func (cp *ControlPlane) DataDir(component string) string {
+	return filepath.Join(cp.opts.Dir, "data", component)
+}
+
 // RepoRoot is the clustergate checkout the control plane was started from.
 func (cp *ControlPlane) RepoRoot() string { return cp.opts.RepoRoot }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -46,7 +45,7 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string, flags ...
 	}
 	flags = append([]string{
 		"--secure-port=" + strconv.Itoa(port),
-		"--data-dir=" + filepath.Join(cp.opts.Dir, "data", name),
+		"--data-dir=" + cp.DataDir(name),
 		fmt.Sprintf("--data-plane-address=127.0.0.1:%d", dataPlanePort),
 	}, flags...)
 	overridden := map[string]bool{}

@@ -286,9 +286,11 @@ func TestRequestLog(t *testing.T) {
 	if exec.Status != http.StatusSwitchingProtocols || exec.Stream == "" || exec.Upgrade != "websocket" {
 		t.Errorf("exec logged as %+v", exec)
 	}
-	cast, err := reader.Cast(context.Background(), "sre", "fix", exec.Stream)
+	opened, err := reader.OpenCast(context.Background(), "sre", "fix", exec.Stream)
 	must(t, err)
-	if !strings.Contains(string(cast), `"i", "typed"`) || strings.Contains(string(cast), "secret") {
-		t.Errorf("cast %s", cast)
+	var cast bytes.Buffer
+	must(t, opened.Write(context.Background(), &cast))
+	if !strings.Contains(cast.String(), `"i", "typed"`) || strings.Contains(cast.String(), "secret") {
+		t.Errorf("cast %s", cast.String())
 	}
 }

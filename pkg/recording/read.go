@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"sort"
 	"strings"
 
@@ -104,10 +106,21 @@ func (r Reader) readJSON(ctx context.Context, key string, into any) error {
 // manifest describes: they were changed, added or removed since.
 var ErrNotAsWritten = errors.New("the recording is not what was written")
 
-// Cast returns the asciicast file of a stream of a session named name,
-// built from its chunks. Once the recording is finished, the chunks must
-// be those its manifest describes (ErrNotAsWritten otherwise).
-func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byte, error) {
+// Cast is a recorded stream, found and checked, to be written as an
+// asciicast file.
+type Cast struct {
+	store    store.Store
+	info     StreamInfo
+	dir      string
+	chunks   []string
+	manifest *Manifest
+}
+
+// OpenCast finds a stream of a session named name and, once its recording
+// is finished, checks that its chunks are those its manifest describes
+// (ErrNotAsWritten otherwise), reading one chunk at a time: a recording
+// is checked before any of it is written, whatever its length.
+func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string) (*Cast, error) {
 	if store.CheckKey(stream) != nil || strings.Contains(stream, "/") {
 		return nil, ErrNoStream
 	}
@@ -115,7 +128,8 @@ func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	var info, manifest, chunks []string
+	var info, manifest []string
+	c := &Cast{store: r.Store}
 	for _, o := range objects {
 		dir, object, ok := streamObject(o.Key)
 		if !ok || !strings.HasSuffix(dir, "/"+stream) {
@@ -127,39 +141,76 @@ func (r Reader) Cast(ctx context.Context, namespace, name, stream string) ([]byt
 		case object == manifestObject:
 			manifest = append(manifest, o.Key)
 		case strings.HasPrefix(object, chunkPrefix):
-			chunks = append(chunks, o.Key)
+			c.chunks = append(c.chunks, o.Key)
 		}
 	}
 	if len(info) != 1 || len(manifest) > 1 {
 		return nil, ErrNoStream
 	}
-	dir := strings.TrimSuffix(info[0], infoObject)
-	cast := &castWriter{}
-	if err := r.readJSON(ctx, info[0], &cast.info); err != nil {
+	c.dir = strings.TrimSuffix(info[0], infoObject)
+	if err := r.readJSON(ctx, info[0], &c.info); err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	sum, length := sha256.New(), int64(0)
-	err = renderCast(cast, len(chunks), func(i int) ([]byte, error) {
-		chunk, err := r.Store.Get(ctx, chunks[i])
-		sum.Write(chunk)
-		length += int64(len(chunk))
-		return chunk, err
-	}, &out)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
 	if len(manifest) == 1 {
-		var m Manifest
-		if err := r.readJSON(ctx, manifest[0], &m); err != nil {
+		c.manifest = &Manifest{}
+		if err := r.readJSON(ctx, manifest[0], c.manifest); err != nil {
 			return nil, err
 		}
-		if got := hex.EncodeToString(sum.Sum(nil)); m.Chunks != len(chunks) || m.CaptureLength != length || m.CaptureSHA256 != got {
-			return nil, fmt.Errorf("%s: %w: %d chunks, %d bytes, sha256 %s; its manifest says %d, %d, %s",
-				dir, ErrNotAsWritten, len(chunks), length, got, m.Chunks, m.CaptureLength, m.CaptureSHA256)
+		d := c.digest(ctx)
+		for i := range c.chunks {
+			if _, err := d.chunk(i); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.dir, err)
+			}
+		}
+		if err := d.check(); err != nil {
+			return nil, err
 		}
 	}
-	return out.Bytes(), nil
+	return c, nil
+}
+
+// Write writes the asciicast to w, built one chunk at a time. The chunks
+// are checked again as they are read: an error after the first write
+// means that what w got must not be taken for the recording.
+func (c *Cast) Write(ctx context.Context, w io.Writer) error {
+	d := c.digest(ctx)
+	if err := renderCast(&castWriter{info: c.info}, len(c.chunks), d.chunk, w); err != nil {
+		return fmt.Errorf("%s: %w", c.dir, err)
+	}
+	if c.manifest != nil {
+		return d.check()
+	}
+	return nil
+}
+
+// castDigest reads a recording's chunks and takes their length and
+// digest on the way.
+type castDigest struct {
+	ctx    context.Context
+	cast   *Cast
+	sum    hash.Hash
+	length int64
+}
+
+func (c *Cast) digest(ctx context.Context) *castDigest {
+	return &castDigest{ctx: ctx, cast: c, sum: sha256.New()}
+}
+
+func (d *castDigest) chunk(i int) ([]byte, error) {
+	chunk, err := d.cast.store.Get(d.ctx, d.cast.chunks[i])
+	d.sum.Write(chunk)
+	d.length += int64(len(chunk))
+	return chunk, err
+}
+
+// check compares what was read with the manifest.
+func (d *castDigest) check() error {
+	m := d.cast.manifest
+	if got := hex.EncodeToString(d.sum.Sum(nil)); m.Chunks != len(d.cast.chunks) || m.CaptureLength != d.length || m.CaptureSHA256 != got {
+		return fmt.Errorf("%s: %w: %d chunks, %d bytes, sha256 %s; its manifest says %d, %d, %s",
+			d.cast.dir, ErrNotAsWritten, len(d.cast.chunks), d.length, got, m.Chunks, m.CaptureLength, m.CaptureSHA256)
+	}
+	return nil
 }
 
 // Requests returns the request log of every session named name in

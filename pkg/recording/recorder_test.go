@@ -57,7 +57,7 @@ func TestRecordAndReadBack(t *testing.T) {
 	if err != nil || len(streams) != 1 {
 		t.Fatalf("streams: %v, %v", streams, err)
 	}
-	cast, err := reader.Cast(ctx, "sre", "fix", s.ID())
+	cast, err := readCast(ctx, reader, s.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,9 +98,20 @@ func TestRecordAndReadBack(t *testing.T) {
 	if strings.Contains(requests[0].Query, "secret") || requests[1].Stream != s.ID() || requests[0].Replica != "r1" {
 		t.Errorf("request log %+v", requests)
 	}
-	if _, err := reader.Cast(ctx, "sre", "fix", "../../x"); !errors.Is(err, ErrNoStream) {
+	if _, err := readCast(ctx, reader, "../../x"); !errors.Is(err, ErrNoStream) {
 		t.Errorf("a key outside the session: %v", err)
 	}
+}
+
+// readCast returns the asciicast of a stream of the test session.
+func readCast(ctx context.Context, reader Reader, stream string) ([]byte, error) {
+	cast, err := reader.OpenCast(ctx, testSession.Namespace, testSession.Name, stream)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	err = cast.Write(ctx, &out)
+	return out.Bytes(), err
 }
 
 // storedChunks returns the chunk objects of the one stream in local.
@@ -167,14 +178,25 @@ func TestCastChecksTheManifest(t *testing.T) {
 			s.Close()
 			s.Wait()
 			reader := Reader{Store: local}
-			if _, err := reader.Cast(ctx, "sre", "fix", s.ID()); err != nil {
+			written, err := readCast(ctx, reader, s.ID())
+			if err != nil {
 				t.Fatalf("as written: %v", err)
+			}
+			cast, err := reader.OpenCast(ctx, "sre", "fix", s.ID())
+			if err != nil {
+				t.Fatal(err)
 			}
 			if err := tt.change(ctx, local, func(n int) string { return chunkKey(s.prefix, n) }); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := reader.Cast(ctx, "sre", "fix", s.ID()); !errors.Is(err, ErrNotAsWritten) {
-				t.Errorf("changed: %v, want %v", err, ErrNotAsWritten)
+			// Changed between the check and the write: what was checked,
+			// or an error.
+			var out bytes.Buffer
+			if err := cast.Write(ctx, &out); err == nil && !bytes.Equal(out.Bytes(), written) {
+				t.Errorf("changed after the check, written without an error:\n%s", out.Bytes())
+			}
+			if _, err := reader.OpenCast(ctx, "sre", "fix", s.ID()); !errors.Is(err, ErrNotAsWritten) {
+				t.Errorf("changed, opened: %v, want %v", err, ErrNotAsWritten)
 			}
 		})
 	}

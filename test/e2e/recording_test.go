@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -177,6 +178,28 @@ func TestRecording(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a recording changed in the store is refused", func(t *testing.T) {
+		chunks, err := filepath.Glob(filepath.Join(cp.DataDir("*"), "recordings", ns, "recorded", "*", "streams", "*", "capture-000001"))
+		if err != nil || len(chunks) == 0 {
+			t.Fatalf("no chunk of the aggregated way's recordings in the local stores: %v", err)
+		}
+		data, err := os.ReadFile(chunks[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		changed := bytes.Clone(data)
+		changed[len(changed)-1] ^= 1
+		if err := os.WriteFile(chunks[0], changed, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := os.WriteFile(chunks[0], data, 0o600); err != nil {
+				t.Error(err)
+			}
+		}()
+		stream := filepath.Base(filepath.Dir(chunks[0]))
+		refused(t, auditor, ns, "the recording is not what was written", "replay", "recorded", stream, "--speed", "0")
+	})
 	t.Run("the owner may not read the recording", func(t *testing.T) {
 		const why = `User "alice" cannot get resource "sessions/recordings"`
 		refused(t, alice, ns, why, "recordings", "recorded")

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/recording"
@@ -89,16 +90,23 @@ func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.
 		items, err = r.reader.Requests(ctx, namespace, name)
 		body = list(RequestLogKind, items)
 	case len(parts) == 2 && parts[0] == "streams":
-		cast, err := r.reader.Cast(ctx, namespace, name, parts[1])
+		cast, err := r.reader.OpenCast(ctx, namespace, name, parts[1])
 		if errors.Is(err, recording.ErrNoStream) {
 			return nil, notFound
 		}
 		if err != nil {
 			return nil, apierrors.NewInternalError(fmt.Errorf("reading the recording: %w", err))
 		}
-		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		// The asciicast is written as it is built, so that a long
+		// recording never sits in the server's memory whole.
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Content-Type", CastContentType)
-			_, _ = w.Write(cast)
+			if err := cast.Write(req.Context(), w); err != nil {
+				klog.ErrorS(err, "Recording not read to its end", "session", klog.KRef(namespace, name), "stream", parts[1])
+				// Abort the response: the client must not take what it
+				// got for the whole recording.
+				panic(http.ErrAbortHandler)
+			}
 		}), nil
 	default:
 		return nil, notFound
