@@ -39,6 +39,9 @@ func TestLayouts(t *testing.T) {
 			if l.ha {
 				checkHA(t, r, &server)
 				checkEtcd(t, r, &server)
+				var sts appsv1.StatefulSet
+				r.decode(t, "StatefulSet", "clustergate-etcd", &sts)
+				checkRestore(t, r, &sts)
 				// The HA layout names the base's parts one by one
 				// (overlays/ha): it must hold all of them.
 				for kind, names := range base {
