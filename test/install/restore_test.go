@@ -4,6 +4,7 @@
 package install
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/test/utils/e2echeck"
 	"github.com/clustergate/clustergate/test/utils/runbook"
@@ -32,10 +35,14 @@ var snapshotSlots = []string{"00", "06", "12", "18"}
 // and every replica serves and watches the restored store.
 func restoreFromSnapshot(t *testing.T, k *kube, etcdImage string) {
 	t.Helper()
+	began := time.Now()
 	const namespace = "restore"
 	k.run("create", "namespace", namespace)
-	k.runIn(sessionManifest(namespace, "kept", "viewer", "1h"), "create", "-f", "-")
-	k.run("-n", namespace, "wait", "--for=condition=Ready", "session/kept", "--timeout=60s")
+	for _, name := range []string{"kept", "revived"} {
+		k.runIn(sessionManifest(namespace, name, "viewer", "1h"), "create", "-f", "-")
+		k.run("-n", namespace, "wait", "--for=condition=Ready", "session/"+name, "--timeout=60s")
+	}
+	revivedSecret := "session-" + k.run("-n", namespace, "get", "session", "revived", "-o", "jsonpath={.metadata.uid}")
 
 	// The snapshot of slot 06, now, from its CronJob's template: etcdctl
 	// in the etcd image, through the client Service, with the client
@@ -45,12 +52,20 @@ func restoreFromSnapshot(t *testing.T, k *kube, etcdImage string) {
 	k.run("-n", ns, "wait", "--for=condition=Complete", "job/snapshot-06-now", "--timeout=120s")
 	t.Logf("snapshot job complete in %s", time.Since(start).Round(100*time.Millisecond))
 
+	// Deleted after the snapshot, with its credentials Secret: it comes
+	// back, and must work again.
+	k.run("-n", namespace, "delete", "session", "revived", "--timeout=60s")
+	k.run("-n", ns, "wait", "--for=delete", "secret/"+revivedSecret, "--timeout=60s")
 	k.runIn(sessionManifest(namespace, "lost", "viewer", "1h"), "create", "-f", "-")
 	k.run("-n", namespace, "wait", "--for=condition=Ready", "session/lost", "--timeout=60s")
 	lostSecret := "session-" + k.run("-n", namespace, "get", "session", "lost", "-o", "jsonpath={.metadata.uid}")
 	k.run("-n", ns, "get", "secret", lostSecret)
-	// What a client that watches Sessions last saw.
-	seen := k.run("-n", namespace, "get", "sessions", "-o", "jsonpath={.metadata.resourceVersion}")
+	// What a client that watches Sessions last saw: the list's revision.
+	var list metav1.PartialObjectMetadataList
+	if err := json.Unmarshal([]byte(k.run("get", "--raw", "/apis/clustergate.dev/v1alpha1/namespaces/"+namespace+"/sessions")), &list); err != nil || list.ResourceVersion == "" {
+		t.Fatalf("the list of Sessions has no resourceVersion: %v", err)
+	}
+	seen := list.ResourceVersion
 
 	start = time.Now()
 	// 1. Stop the writers and the snapshots.
@@ -106,7 +121,7 @@ func restoreFromSnapshot(t *testing.T, k *kube, etcdImage string) {
 		time.Since(start).Round(time.Second), down.Round(time.Second), restored.Round(time.Second))
 
 	// What was written before the snapshot is back, what came after is gone.
-	for _, want := range []string{"session.clustergate.dev/kept", "gardenerclusterkubeconfig.clustergate.dev/stored"} {
+	for _, want := range []string{"session.clustergate.dev/kept", "session.clustergate.dev/revived", "gardenerclusterkubeconfig.clustergate.dev/stored"} {
 		if !strings.Contains(listed, want) {
 			t.Errorf("%s is not back after the restore:\n%s", want, listed)
 		}
@@ -120,6 +135,14 @@ func restoreFromSnapshot(t *testing.T, k *kube, etcdImage string) {
 	if secrets := k.run("-n", ns, "get", "secrets", "-l", "clustergate.dev/session-name=kept", "-o", "name"); secrets == "" {
 		t.Error("step 7 deleted the credentials Secret of a session that was restored")
 	}
+	// The session deleted after the snapshot is back with new credentials.
+	e2echeck.Eventually(t, time.Minute, "the revived session's credentials", func() error {
+		ready := k.try("-n", namespace, "get", "session", "revived", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if secret := k.try("-n", ns, "get", "secret", revivedSecret, "-o", "name"); ready != "True" || strings.Contains(secret, "NotFound") {
+			return fmt.Errorf("Ready %q, Secret %s", ready, secret)
+		}
+		return nil
+	})
 	// A watch from before the restore ends with 410 Gone: its client
 	// re-lists rather than waiting for revisions the restored store will
 	// reuse for other objects.
@@ -144,6 +167,7 @@ func restoreFromSnapshot(t *testing.T, k *kube, etcdImage string) {
 	}
 	k.run("-n", namespace, "wait", "--for=condition=Ready", "session/after-restore", "--timeout=60s")
 	checkEtcdMembers(t, k, "at the end")
+	t.Logf("the restore with its objects and checks took %s", time.Since(began).Round(time.Second))
 }
 
 // checkEtcdMembers checks that etcd has three started, healthy members.
