@@ -89,14 +89,14 @@ func checkRestore(t *testing.T, r rendered, sts *appsv1.StatefulSet) {
 
 	// The example snapshot is a file a CronJob writes, on the claim the
 	// restore mounts where the example says.
-	snapshots := volumeAt(&pod.Spec, 0, "/snapshots")
+	snapshots := volumeAt(&pod.Spec, "/snapshots")
 	written := false
 	for name := range r["CronJob"] {
 		var cj batchv1.CronJob
 		r.decode(t, "CronJob", name, &cj)
 		job := &cj.Spec.JobTemplate.Spec.Template.Spec
 		file := job.Containers[0].Command[len(job.Containers[0].Command)-1]
-		v := volumeAt(job, 0, filepath.Dir(file))
+		v := volumeAt(job, filepath.Dir(file))
 		if strings.Contains(loop, `"s|SNAPSHOT|`+file+`|"`) && v.PersistentVolumeClaim != nil && snapshots.PersistentVolumeClaim != nil &&
 			v.PersistentVolumeClaim.ClaimName == snapshots.PersistentVolumeClaim.ClaimName {
 			written = true
