@@ -39,6 +39,9 @@ func TestLayouts(t *testing.T) {
 			if l.ha {
 				checkHA(t, r, &server)
 				checkEtcd(t, r, &server)
+				var sts appsv1.StatefulSet
+				r.decode(t, "StatefulSet", "clustergate-etcd", &sts)
+				checkRestore(t, r, &sts)
 				// The HA layout names the base's parts one by one
 				// (overlays/ha): it must hold all of them.
 				for kind, names := range base {
@@ -75,7 +78,7 @@ func checkSingle(t *testing.T, r rendered, server *appsv1.Deployment) {
 		t.Errorf("the base names etcd servers: %v", args)
 	}
 	dataDir := flagValue(args, "--data-dir")
-	claim := volumeAt(&server.Spec.Template.Spec, 0, dataDir).PersistentVolumeClaim
+	claim := volumeAt(&server.Spec.Template.Spec, dataDir).PersistentVolumeClaim
 	if claim == nil {
 		t.Fatalf("--data-dir=%s is not on a PersistentVolumeClaim", dataDir)
 	}
@@ -116,7 +119,7 @@ func checkHA(t *testing.T, r rendered, server *appsv1.Deployment) {
 		t.Error("the embedded etcd's claim is still there")
 	}
 	args := server.Spec.Template.Spec.Containers[0].Args
-	if v := volumeAt(&server.Spec.Template.Spec, 0, flagValue(args, "--data-dir")); v.PersistentVolumeClaim != nil {
+	if v := volumeAt(&server.Spec.Template.Spec, flagValue(args, "--data-dir")); v.PersistentVolumeClaim != nil {
 		t.Errorf("--data-dir is on the claim %s, which replicas cannot share", v.PersistentVolumeClaim.ClaimName)
 	}
 	for _, f := range []string{"--etcd-cafile", "--etcd-certfile", "--etcd-keyfile"} {
@@ -205,7 +208,7 @@ func checkEtcd(t *testing.T, r rendered, server *appsv1.Deployment) {
 			t.Errorf("CronJob %s runs %s, not the etcd image", name, c.Image)
 		}
 		file := cmd[strings.LastIndex(cmd, " ")+1:]
-		if v := volumeAt(pod, 0, filepath.Dir(file)); v.PersistentVolumeClaim == nil {
+		if v := volumeAt(pod, filepath.Dir(file)); v.PersistentVolumeClaim == nil {
 			t.Errorf("CronJob %s writes %s, not onto a PersistentVolumeClaim", name, file)
 		} else if _, ok := r["PersistentVolumeClaim"][v.PersistentVolumeClaim.ClaimName]; !ok {
 			t.Errorf("no PersistentVolumeClaim %s", v.PersistentVolumeClaim.ClaimName)

@@ -146,9 +146,9 @@ func mountedSecrets(t *testing.T, r rendered) []string {
 	return secrets
 }
 
-// volumeAt returns the volume container i of pod mounts at path.
-func volumeAt(pod *corev1.PodSpec, i int, path string) corev1.Volume {
-	for _, m := range pod.Containers[i].VolumeMounts {
+// volumeAt returns the volume pod's first container mounts at path.
+func volumeAt(pod *corev1.PodSpec, path string) corev1.Volume {
+	for _, m := range pod.Containers[0].VolumeMounts {
 		if filepath.Clean(m.MountPath) == filepath.Clean(path) {
 			for _, v := range pod.Volumes {
 				if v.Name == m.Name {

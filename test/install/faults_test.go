@@ -264,8 +264,15 @@ func watchOn(t *testing.T, k *kube, namespace, name, ip string) *watcher {
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
+	return startWatch(t, ip, "configmap/kube-root-ca.crt", "--kubeconfig", path, "-n", "default", "get", "configmaps", "-w", "-o", "name")
+}
+
+// startWatch runs kubectl get -w with args, stopped with the test, and
+// waits until its initial list, which holds first, printed.
+func startWatch(t *testing.T, ip, first string, args ...string) *watcher {
+	t.Helper()
 	w := &watcher{done: make(chan struct{})}
-	w.cmd = exec.Command("kubectl", "--kubeconfig", path, "-n", "default", "get", "configmaps", "-w", "-o", "name")
+	w.cmd = exec.Command("kubectl", args...)
 	w.cmd.Stdout, w.cmd.Stderr = w, w
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -273,7 +280,7 @@ func watchOn(t *testing.T, k *kube, namespace, name, ip string) *watcher {
 	go func() { _ = w.cmd.Wait(); close(w.done) }()
 	t.Cleanup(func() { _ = w.cmd.Process.Kill(); <-w.done })
 	e2echeck.Eventually(t, 30*time.Second, "the watch on "+ip+" lists", func() error {
-		if !strings.Contains(w.output(), "configmap/kube-root-ca.crt") {
+		if !strings.Contains(w.output(), first) {
 			return fmt.Errorf("watch output %q", w.output())
 		}
 		return nil
@@ -286,11 +293,17 @@ func watchOn(t *testing.T, k *kube, namespace, name, ip string) *watcher {
 func carries(t *testing.T, k *kube, w *watcher, configMap string) {
 	t.Helper()
 	k.run("-n", "default", "create", "configmap", configMap)
-	e2echeck.Eventually(t, 10*time.Second, "the watch reports configmap/"+configMap, func() error {
+	w.reports(t, "configmap/"+configMap)
+}
+
+// reports checks that the watch, still open, prints name within 10 s.
+func (w *watcher) reports(t *testing.T, name string) {
+	t.Helper()
+	e2echeck.Eventually(t, 10*time.Second, "the watch reports "+name, func() error {
 		if !w.running() {
 			return fmt.Errorf("the watch ended: %q", w.output())
 		}
-		if !strings.Contains(w.output(), "configmap/"+configMap) {
+		if !strings.Contains(w.output(), name) {
 			return fmt.Errorf("watch output %q", w.output())
 		}
 		return nil

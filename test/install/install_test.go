@@ -132,13 +132,7 @@ spec:
 	rolloutUnderLoad(t, k, "install")
 	t.Logf("faults took %s", time.Since(faults).Round(time.Second))
 	replaceEtcdMember(t, k)
-
-	// A snapshot now, from the CronJob's template: etcdctl in the etcd
-	// image, through the client Service, with the client certificate.
-	start := time.Now()
-	k.run("-n", ns, "create", "job", "--from=cronjob/clustergate-etcd-snapshot-00", "snapshot-now")
-	k.run("-n", ns, "wait", "--for=condition=Complete", "job/snapshot-now", "--timeout=120s")
-	t.Logf("snapshot job complete in %s", time.Since(start).Round(100*time.Millisecond))
+	restoreFromSnapshot(t, k, install.EtcdRef)
 
 	// What a failure left, while the garden still answers.
 	if t.Failed() {
@@ -163,11 +157,16 @@ func checkOnEveryReplica(t *testing.T, k *kube, namespace, resource, name string
 	for _, ip := range ips {
 		// The admin's client certificate is from the garden's client CA,
 		// which the server trusts through extension-apiserver-authentication.
-		got := k.run("--server=https://"+ip+":8443", "--certificate-authority="+ca,
-			"--tls-server-name=clustergate.clustergate-system.svc",
-			"-n", namespace, "get", resource, name, "-o", "jsonpath={.metadata.name}")
+		got := k.run(append(replicaFlags(ip, ca), "-n", namespace, "get", resource, name, "-o", "jsonpath={.metadata.name}")...)
 		if got != name {
 			t.Errorf("replica %s: %s/%s reads %q", ip, resource, name, got)
 		}
 	}
+}
+
+// replicaFlags are kubectl's flags that reach the server pod at ip past
+// the aggregator; ca is servingCA's file.
+func replicaFlags(ip, ca string) []string {
+	return []string{"--server=https://" + ip + ":8443", "--certificate-authority=" + ca,
+		"--tls-server-name=clustergate.clustergate-system.svc"}
 }

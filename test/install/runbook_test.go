@@ -16,9 +16,14 @@ import (
 // certificate, as docs/operations.md ("etcd") shows.
 func (k *kube) etcdctl(args ...string) string {
 	k.t.Helper()
-	return k.run(append([]string{"-n", ns, "exec", "clustergate-etcd-0", "--", "etcdctl",
+	return k.run(etcdctlArgs(args...)...)
+}
+
+// etcdctlArgs are kubectl's arguments for etcdctl with args, as etcdctl.
+func etcdctlArgs(args ...string) []string {
+	return append([]string{"-n", ns, "exec", "clustergate-etcd-0", "--", "etcdctl",
 		"--endpoints=https://localhost:2379", "--cacert=/etc/etcd/tls/ca.crt",
-		"--cert=/etc/etcd/tls/tls.crt", "--key=/etc/etcd/tls/tls.key"}, args...)...)
+		"--cert=/etc/etcd/tls/tls.crt", "--key=/etc/etcd/tls/tls.key"}, args...)
 }
 
 // replaceEtcdMember follows the runbook "Replace an etcd member" of
@@ -39,8 +44,15 @@ func replaceEtcdMember(t *testing.T, k *kube) {
 		t.Fatalf("no member %s in etcdctl member list", member)
 	}
 	k.etcdctl("member", "remove", id)
-	// 2. Added back under the same name.
-	k.etcdctl("member", "add", member, "--peer-urls=https://"+member+".clustergate-etcd.clustergate-system.svc:2380")
+	// 2. Added back under the same name; again if the add came while the
+	// others elected a new leader and it is not in the list.
+	e2echeck.Eventually(t, time.Minute, member+" added", func() error {
+		out := k.try(etcdctlArgs("member", "add", member, "--peer-urls=https://"+member+".clustergate-etcd.clustergate-system.svc:2380")...)
+		if list := k.try(etcdctlArgs("member", "list")...); !strings.Contains(list, ", unstarted, ") {
+			return fmt.Errorf("member add: %s; member list:\n%s", out, list)
+		}
+		return nil
+	})
 	// 3. Members join rather than found a cluster.
 	k.run("-n", ns, "set", "env", "statefulset/clustergate-etcd", "ETCD_INITIAL_CLUSTER_STATE=existing")
 	// 4. An empty volume: the claim, then the pod; again while the new
