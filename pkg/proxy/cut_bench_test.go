@@ -1,0 +1,202 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/recording/store"
+)
+
+// cutStreams is how many streams BenchmarkCut holds open, cutExecPercent
+// of them exec streams, as test/bench/proxy holds on each replica.
+const (
+	cutStreams     = 2000
+	cutExecPercent = 5
+)
+
+var cutProfile = flag.String("cutprofile", "", "write a CPU profile of each of BenchmarkCut's cuts, and only of them, to this path with .N added")
+
+// BenchmarkCut holds cutStreams idle streams of one session open through
+// the proxy handler as a replica serves them: watches sharing their
+// clients' HTTP/2 connections, each a request on the target's shared
+// connections, and exec streams over WebSocket, each on a connection of
+// its own and recorded (--recording=best-effort, local store), with klog
+// writing its text; then it ends the session and waits until every client
+// saw its stream end and every recording is finished. It reports the
+// processor time of the cut per stream, until the last client saw its end
+// and until everything settled, and when the median and the last stream
+// closed. -cutprofile writes a processor profile of each cut alone, where
+// the label side=proxy marks the proxy's own goroutines.
+func BenchmarkCut(b *testing.B) {
+	// The server's log, formatted as a replica formats it, to nowhere.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	defer klog.LogToStderr(true)
+	// Goroutines inherit their labels: the profile tells the proxy's side
+	// (side=proxy) from the backends' and the clients'.
+	defer pprof.SetGoroutineLabels(context.Background())
+	side := func(name string) {
+		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("side", name)))
+	}
+	side("backend")
+
+	watchBackend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	watchBackend.EnableHTTP2 = true
+	watchBackend.StartTLS()
+	defer watchBackend.Close()
+	watchURL, _ := url.Parse(watchBackend.URL)
+	watchTarget := target(watchURL, watchBackend.Client().Transport.(*http.Transport))
+	execURL, execTransport := backend(b, func(w http.ResponseWriter, _ *http.Request) {
+		conn, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n")
+		_ = rw.Flush()
+		_, _ = io.Copy(io.Discard, conn)
+	})
+	execTarget := target(execURL, execTransport)
+	execTarget.ExpiresAt = watchTarget.ExpiresAt
+
+	const execPath = "/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=true&stdout=true"
+	execs := cutStreams * cutExecPercent / 100
+	watches := cutStreams - execs
+	for i := range b.N {
+		side("proxy")
+		dir := b.TempDir()
+		local, err := store.NewLocal(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		recorder := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort})
+		ctx, stop := context.WithCancel(context.Background())
+		ran := make(chan struct{})
+		go func() {
+			defer close(ran)
+			recorder.Run(ctx)
+		}()
+		r := NewRegistry(clock.RealClock{}, Limits{})
+		r.RecordWith(recorder)
+		front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			tgt := watchTarget
+			if strings.HasSuffix(req.URL.Path, "/exec") {
+				tgt = execTarget
+			}
+			r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
+		}))
+		front.EnableHTTP2 = true
+		front.StartTLS()
+
+		side("client")
+		ended := make(chan time.Time, cutStreams)
+		client := front.Client()
+		for range watches {
+			resp, err := client.Get(front.URL + "/proxy/api/v1/namespaces/default/configmaps?watch=true")
+			if err != nil {
+				b.Fatal(err)
+			}
+			go func() {
+				defer resp.Body.Close()
+				lines := bufio.NewScanner(resp.Body)
+				for lines.Scan() {
+				}
+				ended <- time.Now()
+			}()
+		}
+		frontTLS := client.Transport.(*http.Transport).TLSClientConfig.Clone()
+		frontTLS.NextProtos = []string{"http/1.1"}
+		for range execs {
+			conn, err := tls.Dial("tcp", front.Listener.Addr().String(), frontTLS)
+			if err != nil {
+				b.Fatal(err)
+			}
+			br := upgrade(b, conn, "/proxy"+execPath)
+			go func() {
+				defer conn.Close()
+				_, _ = io.Copy(io.Discard, br)
+				ended <- time.Now()
+			}()
+		}
+		for r.OpenConnections(watchTarget.UID) < cutStreams {
+			time.Sleep(10 * time.Millisecond)
+		}
+
+		side("proxy")
+		if *cutProfile != "" {
+			f, err := os.Create(fmt.Sprintf("%s.%d", *cutProfile, i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu := processCPU(b)
+		start := time.Now()
+		r.End(watchTarget.UID, ErrExpired)
+		var took []time.Duration
+		for range cutStreams {
+			took = append(took, (<-ended).Sub(start))
+		}
+		cpuClosed := processCPU(b)
+		// Settled: the registry let go of every request, and every
+		// recording wrote its manifest.
+		for r.OpenConnections(watchTarget.UID) > 0 || manifests(b, dir) < execs {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cpuSettled := processCPU(b)
+		if *cutProfile != "" {
+			pprof.StopCPUProfile()
+		}
+		slices.Sort(took)
+		b.ReportMetric(float64(took[len(took)/2].Microseconds())/1e3, "ms-p50-closed")
+		b.ReportMetric(float64(took[len(took)-1].Microseconds())/1e3, "ms-last-closed")
+		b.ReportMetric(float64((cpuClosed-cpu).Microseconds())/cutStreams, "cpu-µs/closed")
+		b.ReportMetric(float64((cpuSettled-cpu).Microseconds())/cutStreams, "cpu-µs/settled")
+		front.Close()
+		stop()
+		<-ran
+	}
+}
+
+// manifests counts the recordings under dir that are finished.
+func manifests(tb testing.TB, dir string) int {
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "manifest.json" {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
