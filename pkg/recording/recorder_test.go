@@ -101,6 +101,63 @@ func TestRecordAndReadBack(t *testing.T) {
 	}
 }
 
+// TestManifestOfKeptAndReadBackChunks: the manifest describes the stored
+// asciicast and capture whether its chunks were kept, as a short stream's
+// are, or read back from the store, as a long one's are.
+func TestManifestOfKeptAndReadBackChunks(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		output    int
+		wantReads int32
+	}{
+		{"short, kept", 100, 0},
+		{"long, read back", keptBytes + 1, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			local, err := store.NewLocal(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			counted := &countingStore{Store: local}
+			r := newTestRecorder(t, counted, PolicyBestEffort)
+			s, err := r.OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec", Pod: "p", Command: []string{"sh"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.ToClient([]byte(wsResponse))
+			s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, strings.Repeat("x", tt.output))))
+			s.Close()
+			s.Wait()
+			if got := counted.gets.Load(); got != tt.wantReads {
+				t.Errorf("%d chunks read back, want %d", got, tt.wantReads)
+			}
+			reader := Reader{Store: local}
+			streams, err := reader.Streams(ctx, "sre", "fix")
+			if err != nil || len(streams) != 1 || streams[0].Manifest == nil {
+				t.Fatalf("streams: %+v, %v", streams, err)
+			}
+			cast, err := reader.Cast(ctx, "sre", "fix", s.ID())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var capture []byte
+			for i := range streams[0].Manifest.Chunks {
+				chunk, err := local.Get(ctx, chunkKey(s.prefix, i+1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				capture = append(capture, chunk...)
+			}
+			m, castSum, captureSum := streams[0].Manifest, sha256.Sum256(cast), sha256.Sum256(capture)
+			if m.Length != int64(len(cast)) || m.SHA256 != hex.EncodeToString(castSum[:]) ||
+				m.CaptureLength != int64(len(capture)) || m.CaptureSHA256 != hex.EncodeToString(captureSum[:]) || m.Failed != "" {
+				t.Errorf("manifest %+v does not describe the cast of %d bytes and the capture of %d", m, len(cast), len(capture))
+			}
+		})
+	}
+}
+
 // failingStore fails every write.
 type failingStore struct{ store.Store }
 
@@ -240,10 +297,16 @@ func BenchmarkStream(b *testing.B) {
 	}
 }
 
-// countingStore counts the bytes written.
+// countingStore counts the bytes written and the reads.
 type countingStore struct {
 	store.Store
 	stored atomic.Int64
+	gets   atomic.Int32
+}
+
+func (s *countingStore) Get(ctx context.Context, key string) ([]byte, error) {
+	s.gets.Add(1)
+	return s.Store.Get(ctx, key)
 }
 
 func (s *countingStore) Put(ctx context.Context, key string, data []byte) error {

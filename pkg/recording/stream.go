@@ -59,9 +59,13 @@ type Stream struct {
 	onFail func(error)
 
 	// Only the recording's goroutine touches these: the chunks written,
-	// and the decoder that checks the stream as they are.
+	// and the decoder that checks the stream as they are; kept holds a
+	// copy of each while they are few and small (keptBytes together), so
+	// that the manifest is built without reading them back, which cost
+	// file system calls per chunk when many streams end at once.
 	chunks  int
 	checker decoder
+	kept    [][]byte
 
 	wake, closing, done chan struct{}
 }
@@ -241,6 +245,11 @@ func (s *Stream) writeChunk(last bool) {
 		s.fail(fmt.Errorf("a chunk could not be written: %w", err))
 		return
 	}
+	if s.chunks == len(s.kept) && keptSize(s.kept)+len(chunk) <= keptBytes {
+		s.kept = append(s.kept, bytes.Clone(chunk))
+	} else {
+		s.kept = nil
+	}
 	s.chunks++
 	writtenBytes.Add(float64(len(chunk)))
 	if decodeErr != nil {
@@ -248,9 +257,23 @@ func (s *Stream) writeChunk(last bool) {
 	}
 }
 
+// keptBytes is how much of a recording's chunks it keeps for its
+// manifest: an idle or short stream, such as most of those cut when their
+// session ends, writes a few hundred bytes.
+const keptBytes = 16 << 10
+
+func keptSize(chunks [][]byte) int {
+	n := 0
+	for _, c := range chunks {
+		n += len(c)
+	}
+	return n
+}
+
 // finish writes the manifest: the asciicast's length and digest, built
-// from the chunks as stored, and theirs. A store read is bounded like a
-// write, per chunk: a long recording takes as long as it takes.
+// from the chunks as written, kept or read back from the store, and
+// theirs. A store read is bounded like a write, per chunk: a long
+// recording takes as long as it takes.
 func (s *Stream) finish() {
 	r := s.recorder
 	end := r.cfg.Clock.Now()
@@ -259,9 +282,7 @@ func (s *Stream) finish() {
 	capture := sha256.New()
 	var captureLength int64
 	renderErr := renderCast(cast, s.chunks, func(i int) ([]byte, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		defer cancel()
-		chunk, err := r.cfg.Store.Get(ctx, chunkKey(s.prefix, i+1))
+		chunk, err := s.chunkAt(i)
 		capture.Write(chunk)
 		captureLength += int64(len(chunk))
 		return chunk, err
@@ -283,6 +304,16 @@ func (s *Stream) finish() {
 		writeFailures.Inc()
 		klog.ErrorS(err, "Recording manifest not written", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream)
 	}
+}
+
+// chunkAt returns chunk i (from 0) as written: kept, or read back.
+func (s *Stream) chunkAt(i int) ([]byte, error) {
+	if len(s.kept) == s.chunks {
+		return s.kept[i], nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	return s.recorder.cfg.Store.Get(ctx, chunkKey(s.prefix, i+1))
 }
 
 // fail records why the recording stopped, once, and tells the relay under
