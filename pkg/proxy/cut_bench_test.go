@@ -15,8 +15,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,8 +48,10 @@ var cutProfile = flag.String("cutprofile", "", "write a CPU profile of each of B
 // saw its stream end and every recording is finished. It reports the
 // processor time of the cut per stream, until the last client saw its end
 // and until everything settled, and when the median and the last stream
-// closed. -cutprofile writes a processor profile of each cut alone, where
-// the label side=proxy marks the proxy's own goroutines.
+// closed, with the heap objects allocated and the read and write system
+// calls made per stream, which the machine's load does not change as it
+// changes processor time. -cutprofile writes a processor profile of each
+// cut alone, where the label side=proxy marks the proxy's goroutines.
 func BenchmarkCut(b *testing.B) {
 	// The server's log, formatted as a replica formats it, to nowhere.
 	klog.LogToStderr(false)
@@ -158,6 +162,7 @@ func BenchmarkCut(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		mallocs, syscalls := goMallocs(), ioSyscalls(b)
 		cpu := processCPU(b)
 		start := time.Now()
 		r.End(watchTarget.UID, ErrExpired)
@@ -172,6 +177,8 @@ func BenchmarkCut(b *testing.B) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		cpuSettled := processCPU(b)
+		b.ReportMetric(float64(goMallocs()-mallocs)/cutStreams, "allocs/settled")
+		b.ReportMetric(float64(ioSyscalls(b)-syscalls)/cutStreams, "rw-syscalls/settled")
 		if *cutProfile != "" {
 			pprof.StopCPUProfile()
 		}
@@ -184,6 +191,35 @@ func BenchmarkCut(b *testing.B) {
 		stop()
 		<-ran
 	}
+}
+
+// goMallocs is how many heap objects this process allocated so far; unlike
+// its processor time, it does not grow with the machine's load.
+func goMallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
+// ioSyscalls is how many read and write system calls this process made so
+// far (/proc/self/io).
+func ioSyscalls(tb testing.TB) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(string(data), "\n") {
+		name, value, _ := strings.Cut(line, ": ")
+		if name == "syscr" || name == "syscw" {
+			v, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			n += v
+		}
+	}
+	return n
 }
 
 // manifests counts the recordings under dir that are finished.
