@@ -65,28 +65,11 @@ func BenchmarkCut(b *testing.B) {
 	}
 	side("backend")
 
-	watchBackend := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	watchBackend.EnableHTTP2 = true
-	watchBackend.StartTLS()
-	defer watchBackend.Close()
+	watchBackend := idleWatchBackend(b)
 	watchURL, _ := url.Parse(watchBackend.URL)
 	watchTarget := target(watchURL, watchBackend.Client().Transport.(*http.Transport))
-	execURL, execTransport := backend(b, func(w http.ResponseWriter, _ *http.Request) {
-		conn, rw, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n")
-		_ = rw.Flush()
-		_, _ = io.Copy(io.Discard, conn)
-	})
-	execTarget := target(execURL, execTransport)
+	// The exec streams stay idle: the backend has nothing to echo.
+	execTarget := target(echoBackend(b))
 	execTarget.ExpiresAt = watchTarget.ExpiresAt
 
 	const execPath = "/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=true&stdout=true"
@@ -94,18 +77,7 @@ func BenchmarkCut(b *testing.B) {
 	watches := cutStreams - execs
 	for i := range b.N {
 		side("proxy")
-		dir := b.TempDir()
-		local, err := store.NewLocal(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		recorder := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort})
-		ctx, stop := context.WithCancel(context.Background())
-		ran := make(chan struct{})
-		go func() {
-			defer close(ran)
-			recorder.Run(ctx)
-		}()
+		recorder, dir := runningRecorder(b)
 		r := NewRegistry(clock.RealClock{}, Limits{})
 		r.RecordWith(recorder)
 		front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -121,19 +93,7 @@ func BenchmarkCut(b *testing.B) {
 		side("client")
 		ended := make(chan time.Time, cutStreams)
 		client := front.Client()
-		for range watches {
-			resp, err := client.Get(front.URL + "/proxy/api/v1/namespaces/default/configmaps?watch=true")
-			if err != nil {
-				b.Fatal(err)
-			}
-			go func() {
-				defer resp.Body.Close()
-				lines := bufio.NewScanner(resp.Body)
-				for lines.Scan() {
-				}
-				ended <- time.Now()
-			}()
-		}
+		openWatches(b, client, front.URL+"/proxy", watches, ended)
 		frontTLS := client.Transport.(*http.Transport).TLSClientConfig.Clone()
 		frontTLS.NextProtos = []string{"http/1.1"}
 		for range execs {
@@ -188,9 +148,60 @@ func BenchmarkCut(b *testing.B) {
 		b.ReportMetric(float64((cpuClosed-cpu).Microseconds())/cutStreams, "cpu-µs/closed")
 		b.ReportMetric(float64((cpuSettled-cpu).Microseconds())/cutStreams, "cpu-µs/settled")
 		front.Close()
-		stop()
-		<-ran
 	}
+}
+
+// openWatches opens n watches with client at base, each sending the moment
+// it ended to ended.
+func openWatches(tb testing.TB, client *http.Client, base string, n int, ended chan<- time.Time) {
+	for range n {
+		resp, err := client.Get(base + "/api/v1/namespaces/default/configmaps?watch=true")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		go func() {
+			defer resp.Body.Close()
+			lines := bufio.NewScanner(resp.Body)
+			for lines.Scan() {
+			}
+			ended <- time.Now()
+		}()
+	}
+}
+
+// idleWatchBackend is an HTTP/2 TLS server that answers every request as
+// a watch that stays idle until its client goes; it closes when tb ends.
+func idleWatchBackend(tb testing.TB) *httptest.Server {
+	back := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	back.EnableHTTP2 = true
+	back.StartTLS()
+	tb.Cleanup(back.Close)
+	return back
+}
+
+// runningRecorder returns a recorder of best-effort recordings to a local
+// store in a new directory, which it returns too, running until tb ends;
+// its last request log is written before the directory goes.
+func runningRecorder(tb testing.TB) (*recording.Recorder, string) {
+	dir := tb.TempDir()
+	local, err := store.NewLocal(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	recorder := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort})
+	ctx, stop := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		recorder.Run(ctx)
+	}()
+	tb.Cleanup(func() { stop(); <-ran })
+	return recorder, dir
 }
 
 // goMallocs is how many heap objects this process allocated so far; unlike
