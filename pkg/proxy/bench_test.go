@@ -220,19 +220,7 @@ func BenchmarkResponse(b *testing.B) {
 		}
 		front := frontOf(NewRegistry(clock.RealClock{}, Limits{}))
 		defer front.Close()
-		local, err := store.NewLocal(b.TempDir())
-		if err != nil {
-			b.Fatal(err)
-		}
-		recorder := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort})
-		ctx, stop := context.WithCancel(context.Background())
-		ran := make(chan struct{})
-		go func() {
-			defer close(ran)
-			recorder.Run(ctx)
-		}()
-		// The last request log is written before the store's directory goes.
-		defer func() { stop(); <-ran }()
+		recorder, _ := runningRecorder(b)
 		recordedRegistry := NewRegistry(clock.RealClock{}, Limits{})
 		recordedRegistry.RecordWith(recorder)
 		recorded := frontOf(recordedRegistry)

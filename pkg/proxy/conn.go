@@ -181,11 +181,11 @@ func (r *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// finishWatch ends a JSON watch that the session's end cut off with a final
-// ERROR event whose Status says why, so that kubectl reports it.
-func (cw *connWriter) finishWatch(req *http.Request, cause error, t Target) {
-	if cw.hijacked.Load() || !cw.answered.Load() || !queryTrue(req.URL.Query(), "watch") ||
-		!strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
+// finishWatch ends a watch that the session's end cut off, when its
+// answer is JSON, with a final ERROR event whose Status says why, so that
+// kubectl reports it.
+func (cw *connWriter) finishWatch(cause error, t Target) {
+	if cw.hijacked.Load() || !cw.answered.Load() || !strings.HasPrefix(cw.Header().Get("Content-Type"), "application/json") {
 		return
 	}
 	event := finalEvent(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, cause))

@@ -25,61 +25,68 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// TestWatchEndsWithStatusWhenSessionEnds: a watch, asked for with the
+// watch parameter or on the legacy watch path, ends with a final event
+// saying why when its session ends.
 func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {
-	backendDone := make(chan struct{})
-	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
-		defer close(backendDone)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}}`+"\n")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	})
-	r := NewRegistry(clock.RealClock{}, Limits{})
-	tgt := target(u, tr)
-	base := serveThroughProxy(t, r, tgt)
+	for _, path := range []string{"/api/v1/configmaps?watch=true", "/api/v1/watch/namespaces/default/configmaps"} {
+		t.Run(path, func(t *testing.T) {
+			backendDone := make(chan struct{})
+			u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+				defer close(backendDone)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}}`+"\n")
+				w.(http.Flusher).Flush()
+				<-r.Context().Done()
+			})
+			r := NewRegistry(clock.RealClock{}, Limits{})
+			tgt := target(u, tr)
+			base := serveThroughProxy(t, r, tgt)
 
-	open := gauge(t, openRequests)
-	expired := counter(t, closedRequests.WithLabelValues("expired"))
-	resp, err := http.Get(base + "/proxy/api/v1/configmaps?watch=true")
-	must(t, err)
-	defer resp.Body.Close()
-	lines := bufio.NewScanner(resp.Body)
-	if !lines.Scan() || !strings.Contains(lines.Text(), `"ADDED"`) {
-		t.Fatalf("first event: %q", lines.Text())
-	}
-	if got := gauge(t, openRequests) - open; got != 1 {
-		t.Errorf("open_requests went up by %v with the watch open, want 1", got)
-	}
-	ended := time.Now()
-	r.End("s1", ErrExpired)
-	if !lines.Scan() {
-		t.Fatalf("no final event: %v", lines.Err())
-	}
-	var final struct {
-		Type   string
-		Object struct{ Reason, Message string }
-	}
-	must(t, json.Unmarshal(lines.Bytes(), &final))
-	if final.Type != "ERROR" || final.Object.Reason != "Gone" || !strings.Contains(final.Object.Message, "the session expired") {
-		t.Errorf("final event %s", lines.Text())
-	}
-	if lines.Scan() {
-		t.Errorf("stream went on after the final event: %q", lines.Text())
-	}
-	select {
-	case <-backendDone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the upstream request was not canceled")
-	}
-	if took := time.Since(ended); took > time.Second {
-		t.Errorf("the stream ended %s after the session, want under 1s", took)
-	}
-	// The handler returns after the client saw the end of the stream.
-	if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		return gauge(t, openRequests) == open && counter(t, closedRequests.WithLabelValues("expired")) == expired+1, nil
-	}); err != nil {
-		t.Errorf("open_requests %v (want %v), closed_requests_total{reason=expired} %v (want %v)",
-			gauge(t, openRequests), open, counter(t, closedRequests.WithLabelValues("expired")), expired+1)
+			open := gauge(t, openRequests)
+			expired := counter(t, closedRequests.WithLabelValues("expired"))
+			resp, err := http.Get(base + "/proxy" + path)
+			must(t, err)
+			defer resp.Body.Close()
+			lines := bufio.NewScanner(resp.Body)
+			if !lines.Scan() || !strings.Contains(lines.Text(), `"ADDED"`) {
+				t.Fatalf("first event: %q", lines.Text())
+			}
+			if got := gauge(t, openRequests) - open; got != 1 {
+				t.Errorf("open_requests went up by %v with the watch open, want 1", got)
+			}
+			ended := time.Now()
+			r.End("s1", ErrExpired)
+			if !lines.Scan() {
+				t.Fatalf("no final event: %v", lines.Err())
+			}
+			var final struct {
+				Type   string
+				Object struct{ Reason, Message string }
+			}
+			must(t, json.Unmarshal(lines.Bytes(), &final))
+			if final.Type != "ERROR" || final.Object.Reason != "Gone" || !strings.Contains(final.Object.Message, "the session expired") {
+				t.Errorf("final event %s", lines.Text())
+			}
+			if lines.Scan() {
+				t.Errorf("stream went on after the final event: %q", lines.Text())
+			}
+			select {
+			case <-backendDone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream request was not canceled")
+			}
+			if took := time.Since(ended); took > time.Second {
+				t.Errorf("the stream ended %s after the session, want under 1s", took)
+			}
+			// The handler returns after the client saw the end of the stream.
+			if err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+				return gauge(t, openRequests) == open && counter(t, closedRequests.WithLabelValues("expired")) == expired+1, nil
+			}); err != nil {
+				t.Errorf("open_requests %v (want %v), closed_requests_total{reason=expired} %v (want %v)",
+					gauge(t, openRequests), open, counter(t, closedRequests.WithLabelValues("expired")), expired+1)
+			}
+		})
 	}
 }
 

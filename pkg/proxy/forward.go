@@ -4,6 +4,7 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
@@ -46,9 +47,9 @@ func forward(w http.ResponseWriter, req *http.Request, location url.URL, transpo
 	if !strings.HasSuffix(location.Path, "/") && strings.HasSuffix(req.URL.Path, "/") {
 		location.Path += "/"
 	}
-	buffers := responseBuffers
+	buffers, modify := responseBuffers, refuseRedirect
 	if longRunning {
-		buffers = streamBuffers
+		buffers, modify = streamBuffers, endWithSession
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -63,7 +64,7 @@ func forward(w http.ResponseWriter, req *http.Request, location url.URL, transpo
 		Transport:      transport,
 		FlushInterval:  flushInterval,
 		BufferPool:     buffers,
-		ModifyResponse: refuseRedirect,
+		ModifyResponse: modify,
 		ErrorHandler:   responder.Error,
 		ErrorLog:       reverseProxyLog,
 	}
@@ -85,6 +86,37 @@ func refuseRedirect(resp *http.Response) error {
 		ContentLength: int64(len(msg)),
 	}
 	return nil
+}
+
+// endWithSession refuses a redirect, as refuseRedirect does, and ends the
+// response body of a long-running request, such as a watch, as complete
+// when the session ends it. The read of a body the session's end cut off
+// fails, and ReverseProxy would abort the handler with a panic, which
+// finish recovers anyway, as such a stream ends cleanly with its final
+// event: thousands of streams cut at once would each unwind a panic and
+// run finish on top of the deep stack of the copy, growing the stack that
+// the runtime shrank while the stream was idle.
+func endWithSession(resp *http.Response) error {
+	if err := refuseRedirect(resp); err != nil {
+		return err
+	}
+	resp.Body = &sessionBody{ReadCloser: resp.Body, ctx: resp.Request.Context()}
+	return nil
+}
+
+// sessionBody is the body of a long-running response, whose end reads as
+// io.EOF once the session ended its request.
+type sessionBody struct {
+	io.ReadCloser
+	ctx context.Context
+}
+
+func (b *sessionBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && sessionEnd(b.ctx) != nil {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // reverseProxyLog takes httputil.ReverseProxy's messages into the log at

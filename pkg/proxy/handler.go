@@ -112,8 +112,10 @@ type proxiedRequest struct {
 	ctx     context.Context
 	release func()
 	// longRunning is decided on the request as the caller sent it, as the
-	// server's request timeout was.
+	// server's request timeout was; watch with it, a watch's end gets a
+	// final event.
 	longRunning bool
+	watch       bool
 	body        *countingReader
 	cw          *connWriter
 	// stream records an interactive stream, if this request is one;
@@ -150,8 +152,8 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 		})
 	}
 	openRequests.Inc()
-	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release,
-		longRunning: LongRunning(req, path), body: &countingReader{ReadCloser: req.Body}}
+	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body}}
+	p.longRunning, p.watch = classify(req, path)
 	upgrade := strings.ToLower(req.Header.Get("Upgrade"))
 	p.cw = &connWriter{ResponseWriter: w, framed: upgrade == "websocket" || strings.HasPrefix(upgrade, "spdy/"),
 		ended: func() error {
@@ -234,7 +236,9 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	reason := "client or target closed"
 	if cause != nil {
 		reason = cause.Error()
-		p.cw.finishWatch(req, cause, t)
+		if p.watch {
+			p.cw.finishWatch(cause, t)
+		}
 	}
 	if failed := p.recordingFailed.Load(); failed != nil {
 		reason = (*failed).Error()

@@ -27,23 +27,30 @@ var (
 // log, or any upgrade. The request timeout does not cut such requests; the
 // proxy bounds them when their session ends.
 func LongRunning(req *http.Request, path string) bool {
+	longRunning, _ := classify(req, path)
+	return longRunning
+}
+
+// classify is LongRunning, and whether the request is a watch, read from
+// the target's request info once.
+func classify(req *http.Request, path string) (longRunning, watch bool) {
 	if httpstream.IsUpgradeRequest(req) {
-		return true
+		return true, false
 	}
 	target := &http.Request{Method: req.Method, URL: &url.URL{Path: "/" + strings.TrimPrefix(path, "/"), RawQuery: req.URL.RawQuery}}
 	info, err := targetRequestInfo.NewRequestInfo(target)
 	if err != nil {
-		return false
+		return false, false
 	}
 	switch {
 	case info.Verb == "watch":
-		return true
+		return true, true
 	case longRunningSubresources.Has(info.Subresource):
-		return true
+		return true, false
 	case info.Subresource == "log":
-		return queryTrue(req.URL.Query(), "follow")
+		return queryTrue(req.URL.Query(), "follow"), false
 	}
-	return false
+	return false, false
 }
 
 // queryTrue says whether the boolean query parameter name is true the way

@@ -4,7 +4,6 @@
 package proxy
 
 import (
-	"bufio"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -32,15 +31,7 @@ const idleWatches = 2000
 func BenchmarkIdleWatches(b *testing.B) {
 	klog.SetLogger(logr.Discard())
 	defer klog.ClearLogger()
-	back := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	back.EnableHTTP2 = true
-	back.StartTLS()
-	defer back.Close()
+	back := idleWatchBackend(b)
 	u, _ := url.Parse(back.URL)
 	tr := back.Client().Transport.(*http.Transport)
 	for _, proxied := range []bool{false, true} {
@@ -64,19 +55,7 @@ func BenchmarkIdleWatches(b *testing.B) {
 				}
 				heap, stacks := goMemory()
 				ended := make(chan time.Time, idleWatches)
-				for range idleWatches {
-					resp, err := client.Get(base + "/api/v1/namespaces/default/configmaps?watch=true")
-					if err != nil {
-						b.Fatal(err)
-					}
-					go func() {
-						defer resp.Body.Close()
-						lines := bufio.NewScanner(resp.Body)
-						for lines.Scan() {
-						}
-						ended <- time.Now()
-					}()
-				}
+				openWatches(b, client, base, idleWatches, ended)
 				heapOpen, stacksOpen := goMemory()
 				b.ReportMetric(float64(heapOpen-heap)/idleWatches, "heap-B/watch")
 				b.ReportMetric(float64(stacksOpen-stacks)/idleWatches, "stack-B/watch")
