@@ -164,8 +164,9 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 	// for hours, also as it opens. A response the client reads whole is
 	// gathered (bufferBody).
 	if p.longRunning {
-		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
-			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning))
+		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", logString(t.Owner), "reason", logString(t.Reason),
+			"way", logString(t.Way), "verb", logString(req.Method), "path", logString(path), "upgrade", logString(req.Header.Get("Upgrade")),
+			"longRunning", logBool(p.longRunning))
 	} else {
 		p.cw.bufferBody()
 	}
@@ -226,7 +227,7 @@ func (p *proxiedRequest) sessionEnded(w http.ResponseWriter) {
 func (p *proxiedRequest) finish(req *http.Request) {
 	t := p.target
 	cause := sessionEnd(p.ctx)
-	closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
+	countClosed(cause)
 	observeDuration(t.Way, req, p.longRunning, p.registry.clock.Since(p.start))
 	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
 		panic(v)
@@ -247,10 +248,11 @@ func (p *proxiedRequest) finish(req *http.Request) {
 		reason, status = p.refused.Error(), statusOf(p.refused)
 	}
 	p.logRequest(req, status, reason)
-	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
-		"verb", req.Method, "path", p.path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning),
+	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", logString(t.Owner), "reason", logString(t.Reason),
+		"way", logString(t.Way), "verb", logString(req.Method), "path", logString(p.path), "upgrade", logString(req.Header.Get("Upgrade")),
+		"longRunning", logBool(p.longRunning),
 		"bytesIn", logInt(p.body.n.Load()+p.cw.hijackedIn.Load()), "bytesOut", logInt(p.cw.written.Load()+p.cw.hijackedOut.Load()),
-		"duration", p.registry.clock.Since(p.start).Round(time.Millisecond), "closeReason", reason)
+		"duration", logDuration(p.registry.clock.Since(p.start).Round(time.Millisecond)), "closeReason", logString(reason))
 }
 
 // close disarms the reaction to the session's end (waiting for one that
