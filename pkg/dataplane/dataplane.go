@@ -101,6 +101,9 @@ type Opener interface {
 // the session.
 func Handler(auth authenticator.Request, sessions Opener) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !mayStream(req) {
+			growStack()
+		}
 		responder := statusResponder{w: w}
 		namespace, name, path, ok, err := parsePath(req.URL)
 		switch {
