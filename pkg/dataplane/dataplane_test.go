@@ -7,15 +7,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -146,5 +149,31 @@ func TestHandler(t *testing.T) {
 				t.Errorf("a refused request reached the sessions: %+v", o)
 			}
 		})
+	}
+}
+
+// TestDNSNames: the data plane's checks of a namespace and a session's name
+// agree with k8s.io/apimachinery's validation, on names at the limits and on
+// random ones from the characters that matter.
+func TestDNSNames(t *testing.T) {
+	names := []string{"", "a", "-", "a-", "-a", "a-b", "a.b", "a..b", ".a", "a.", "a.-b", "A", "a_b", "a b", "é", "0", "0-0",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a", 253), strings.Repeat("a", 254),
+		strings.Repeat("a", 100) + "." + strings.Repeat("b", 100), strings.Repeat("a.", 126) + "a"}
+	r := rand.New(rand.NewSource(1))
+	const alphabet = "az09-.A_/"
+	for range 20000 {
+		b := make([]byte, r.Intn(10))
+		for i := range b {
+			b[i] = alphabet[r.Intn(len(alphabet))]
+		}
+		names = append(names, string(b))
+	}
+	for _, name := range names {
+		if got, want := dnsLabel(name), len(validation.IsDNS1123Label(name)) == 0; got != want {
+			t.Errorf("dnsLabel(%q) = %v, want %v", name, got, want)
+		}
+		if got, want := dnsSubdomain(name), len(validation.IsDNS1123Subdomain(name)) == 0; got != want {
+			t.Errorf("dnsSubdomain(%q) = %v, want %v", name, got, want)
+		}
 	}
 }
