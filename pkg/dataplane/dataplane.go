@@ -132,12 +132,11 @@ type Opener interface {
 
 // Handler serves the data plane: it authenticates the caller by bearer
 // JWT, and hands the request to sessions, which check that the caller owns
-// the session.
-func Handler(auth authenticator.Request, sessions Opener) http.Handler {
+// the session. Watches and streams end when stop ends, so that a graceful
+// shutdown of the listener waits only for requests that finish by
+// themselves.
+func Handler(stop context.Context, auth authenticator.Request, sessions Opener) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if !mayStream(req) {
-			growStack()
-		}
 		responder := statusResponder{w: w}
 		namespace, name, path, ok, err := parsePath(req.URL)
 		switch {
@@ -148,6 +147,15 @@ func Handler(auth authenticator.Request, sessions Opener) http.Handler {
 			responder.Error(apierrors.NewBadRequest(err.Error()))
 			return
 		}
+		reqCtx := req.Context()
+		if proxy.LongRunning(req, path) {
+			var cancel context.CancelFunc
+			reqCtx, cancel = context.WithCancel(reqCtx)
+			defer cancel()
+			defer context.AfterFunc(stop, cancel)()
+		} else {
+			growStack()
+		}
 		resp, ok, err := auth.AuthenticateRequest(req)
 		if err != nil || !ok {
 			responder.Error(unauthorized(err))
@@ -157,7 +165,7 @@ func Handler(auth authenticator.Request, sessions Opener) http.Handler {
 			responder.Error(err)
 			return
 		}
-		ctx := genericapirequest.WithNamespace(genericapirequest.WithUser(req.Context(), resp.User), namespace)
+		ctx := genericapirequest.WithNamespace(genericapirequest.WithUser(reqCtx, resp.User), namespace)
 		h, err := sessions.Open(ctx, name, path, proxy.WayDataPlane, responder)
 		if err != nil {
 			responder.Error(err)

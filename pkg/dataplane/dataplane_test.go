@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -130,7 +131,7 @@ func TestHandler(t *testing.T) {
 				req.Header.Set("Authorization", "Bearer "+tt.token)
 			}
 			rec := httptest.NewRecorder()
-			Handler(auth, o).ServeHTTP(rec, req)
+			Handler(context.Background(), auth, o).ServeHTTP(rec, req)
 			if rec.Code != tt.code {
 				t.Fatalf("code = %d, want %d: %s", rec.Code, tt.code, rec.Body)
 			}
@@ -147,6 +148,59 @@ func TestHandler(t *testing.T) {
 				}
 			} else if o.name != "" {
 				t.Errorf("a refused request reached the sessions: %+v", o)
+			}
+		})
+	}
+}
+
+// waitingOpener opens requests whose handler waits until its request ends
+// or half a second passes, and says which.
+type waitingOpener struct{ started, ended chan bool }
+
+func (o waitingOpener) Open(context.Context, string, string, proxy.Way, rest.Responder) (http.Handler, error) {
+	return http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
+		o.started <- true
+		select {
+		case <-req.Context().Done():
+			o.ended <- true
+		case <-time.After(500 * time.Millisecond):
+			o.ended <- false
+		}
+	}), nil
+}
+
+// TestHandlerEndsStreamsWhenStopped: when the listener stops, a watch's or
+// a stream's request ends at once; any other request is left to finish,
+// which the graceful shutdown waits for.
+func TestHandlerEndsStreamsWhenStopped(t *testing.T) {
+	auth := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "alice"}}, true, nil
+	})
+	tests := []struct {
+		name, target, upgrade string
+		ended                 bool
+	}{
+		{name: "get", target: "/sessions/sre/fix/api/v1/namespaces/default"},
+		{name: "list", target: "/sessions/sre/fix/api/v1/pods?limit=500"},
+		{name: "watch", target: "/sessions/sre/fix/api/v1/pods?watch=true", ended: true},
+		{name: "followed log", target: "/sessions/sre/fix/api/v1/namespaces/x/pods/p/log?follow=true", ended: true},
+		{name: "exec", target: "/sessions/sre/fix/api/v1/namespaces/x/pods/p/exec?command=sh", upgrade: "websocket", ended: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stop, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o := waitingOpener{started: make(chan bool, 1), ended: make(chan bool, 1)}
+			req := httptest.NewRequest(http.MethodGet, tt.target, nil)
+			if tt.upgrade != "" {
+				req.Header.Set("Connection", "Upgrade")
+				req.Header.Set("Upgrade", tt.upgrade)
+			}
+			go Handler(stop, auth, o).ServeHTTP(httptest.NewRecorder(), req)
+			<-o.started
+			cancel()
+			if ended := <-o.ended; ended != tt.ended {
+				t.Errorf("the request ended when the listener stopped: %v, want %v", ended, tt.ended)
 			}
 		})
 	}
