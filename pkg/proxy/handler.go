@@ -187,7 +187,9 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 		responder.Error(err)
 		return
 	}
-	p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
+	if p.longRunning {
+		p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
+	}
 
 	location := *t.Backend
 	location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(p.path, "/")
@@ -206,8 +208,9 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 // upgraded stream no longer heeds the request context, so its client
 // connection is closed, which ends both sides; a streamed response gets a
 // write deadline, so that a client that stopped reading cannot hold the
-// handler. (Ordinary requests are bounded by the request timeout, whose
-// filter may return before this handler does.)
+// handler. Ordinary requests are not armed with it: their forward runs in
+// the session's context, which its end cancels, and the request timeout
+// bounds them on the aggregated path.
 func (p *proxiedRequest) sessionEnded(w http.ResponseWriter) {
 	if sessionEnd(p.ctx) == nil {
 		return
