@@ -52,7 +52,7 @@ func parsePath(u *url.URL) (namespace, name, path string, ok bool, err error) {
 		return "", "", "", true, errors.New("the path names no session")
 	}
 	namespace, name = parts[0], parts[1]
-	if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+	if !dnsLabel(namespace) || !dnsSubdomain(name) {
 		return "", "", "", true, fmt.Errorf("%q and %q are not a session's namespace and name", namespace, name)
 	}
 	// The escaped and the decoded path agree up to here: a DNS name has no
@@ -62,6 +62,40 @@ func parsePath(u *url.URL) (namespace, name, path string, ok bool, err error) {
 		path = "/" + path
 	}
 	return namespace, name, path, true, nil
+}
+
+// dnsLabel is validation.IsDNS1123Label without its regular expression,
+// which every data-plane request paid for: a namespace.
+func dnsLabel(s string) bool {
+	return len(s) <= validation.DNS1123LabelMaxLength && dnsLabelChars(s)
+}
+
+// dnsSubdomain is validation.IsDNS1123Subdomain without its regular
+// expression: a session's name.
+func dnsSubdomain(s string) bool {
+	if len(s) > validation.DNS1123SubdomainMaxLength {
+		return false
+	}
+	for label := range strings.SplitSeq(s, ".") {
+		if !dnsLabelChars(label) {
+			return false
+		}
+	}
+	return true
+}
+
+// dnsLabelChars matches [a-z0-9]([-a-z0-9]*[a-z0-9])?, a DNS-1123 label of
+// any length.
+func dnsLabelChars(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // systemName tells names of the system: space, which Kubernetes reserves
@@ -98,8 +132,10 @@ type Opener interface {
 
 // Handler serves the data plane: it authenticates the caller by bearer
 // JWT, and hands the request to sessions, which check that the caller owns
-// the session.
-func Handler(auth authenticator.Request, sessions Opener) http.Handler {
+// the session. Watches and streams end when stop ends, so that a graceful
+// shutdown of the listener waits only for requests that finish by
+// themselves.
+func Handler(stop context.Context, auth authenticator.Request, sessions Opener) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		responder := statusResponder{w: w}
 		namespace, name, path, ok, err := parsePath(req.URL)
@@ -111,6 +147,15 @@ func Handler(auth authenticator.Request, sessions Opener) http.Handler {
 			responder.Error(apierrors.NewBadRequest(err.Error()))
 			return
 		}
+		reqCtx := req.Context()
+		if proxy.LongRunning(req, path) {
+			var cancel context.CancelFunc
+			reqCtx, cancel = context.WithCancel(reqCtx)
+			defer cancel()
+			defer context.AfterFunc(stop, cancel)()
+		} else {
+			growStack()
+		}
 		resp, ok, err := auth.AuthenticateRequest(req)
 		if err != nil || !ok {
 			responder.Error(unauthorized(err))
@@ -120,7 +165,7 @@ func Handler(auth authenticator.Request, sessions Opener) http.Handler {
 			responder.Error(err)
 			return
 		}
-		ctx := genericapirequest.WithNamespace(genericapirequest.WithUser(req.Context(), resp.User), namespace)
+		ctx := genericapirequest.WithNamespace(genericapirequest.WithUser(reqCtx, resp.User), namespace)
 		h, err := sessions.Open(ctx, name, path, proxy.WayDataPlane, responder)
 		if err != nil {
 			responder.Error(err)

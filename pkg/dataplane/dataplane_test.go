@@ -7,15 +7,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -127,7 +131,7 @@ func TestHandler(t *testing.T) {
 				req.Header.Set("Authorization", "Bearer "+tt.token)
 			}
 			rec := httptest.NewRecorder()
-			Handler(auth, o).ServeHTTP(rec, req)
+			Handler(context.Background(), auth, o).ServeHTTP(rec, req)
 			if rec.Code != tt.code {
 				t.Fatalf("code = %d, want %d: %s", rec.Code, tt.code, rec.Body)
 			}
@@ -146,5 +150,84 @@ func TestHandler(t *testing.T) {
 				t.Errorf("a refused request reached the sessions: %+v", o)
 			}
 		})
+	}
+}
+
+// waitingOpener opens requests whose handler waits until its request ends
+// or half a second passes, and says which.
+type waitingOpener struct{ started, ended chan bool }
+
+func (o waitingOpener) Open(context.Context, string, string, proxy.Way, rest.Responder) (http.Handler, error) {
+	return http.HandlerFunc(func(_ http.ResponseWriter, req *http.Request) {
+		o.started <- true
+		select {
+		case <-req.Context().Done():
+			o.ended <- true
+		case <-time.After(500 * time.Millisecond):
+			o.ended <- false
+		}
+	}), nil
+}
+
+// TestHandlerEndsStreamsWhenStopped: when the listener stops, a watch's or
+// a stream's request ends at once; any other request is left to finish,
+// which the graceful shutdown waits for.
+func TestHandlerEndsStreamsWhenStopped(t *testing.T) {
+	auth := authenticator.RequestFunc(func(*http.Request) (*authenticator.Response, bool, error) {
+		return &authenticator.Response{User: &user.DefaultInfo{Name: "alice"}}, true, nil
+	})
+	tests := []struct {
+		name, target, upgrade string
+		ended                 bool
+	}{
+		{name: "get", target: "/sessions/sre/fix/api/v1/namespaces/default"},
+		{name: "list", target: "/sessions/sre/fix/api/v1/pods?limit=500"},
+		{name: "watch", target: "/sessions/sre/fix/api/v1/pods?watch=true", ended: true},
+		{name: "followed log", target: "/sessions/sre/fix/api/v1/namespaces/x/pods/p/log?follow=true", ended: true},
+		{name: "exec", target: "/sessions/sre/fix/api/v1/namespaces/x/pods/p/exec?command=sh", upgrade: "websocket", ended: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stop, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			o := waitingOpener{started: make(chan bool, 1), ended: make(chan bool, 1)}
+			req := httptest.NewRequest(http.MethodGet, tt.target, nil)
+			if tt.upgrade != "" {
+				req.Header.Set("Connection", "Upgrade")
+				req.Header.Set("Upgrade", tt.upgrade)
+			}
+			go Handler(stop, auth, o).ServeHTTP(httptest.NewRecorder(), req)
+			<-o.started
+			cancel()
+			if ended := <-o.ended; ended != tt.ended {
+				t.Errorf("the request ended when the listener stopped: %v, want %v", ended, tt.ended)
+			}
+		})
+	}
+}
+
+// TestDNSNames: the data plane's checks of a namespace and a session's name
+// agree with k8s.io/apimachinery's validation, on names at the limits and on
+// random ones from the characters that matter.
+func TestDNSNames(t *testing.T) {
+	names := []string{"", "a", "-", "a-", "-a", "a-b", "a.b", "a..b", ".a", "a.", "a.-b", "A", "a_b", "a b", "é", "0", "0-0",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), strings.Repeat("a", 253), strings.Repeat("a", 254),
+		strings.Repeat("a", 100) + "." + strings.Repeat("b", 100), strings.Repeat("a.", 126) + "a"}
+	r := rand.New(rand.NewSource(1))
+	const alphabet = "az09-.A_/"
+	for range 20000 {
+		b := make([]byte, r.Intn(10))
+		for i := range b {
+			b[i] = alphabet[r.Intn(len(alphabet))]
+		}
+		names = append(names, string(b))
+	}
+	for _, name := range names {
+		if got, want := dnsLabel(name), len(validation.IsDNS1123Label(name)) == 0; got != want {
+			t.Errorf("dnsLabel(%q) = %v, want %v", name, got, want)
+		}
+		if got, want := dnsSubdomain(name), len(validation.IsDNS1123Subdomain(name)) == 0; got != want {
+			t.Errorf("dnsSubdomain(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

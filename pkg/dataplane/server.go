@@ -36,7 +36,7 @@ type Config struct {
 const ReadyPath = "/readyz"
 
 // shutdownTimeout bounds how long requests may take to finish at shutdown;
-// streams are ended at once (see endWith).
+// watches and streams are ended at once (see Handler).
 const shutdownTimeout = 5 * time.Second
 
 // Listen binds cfg.Address and serves the data plane there until ctx ends,
@@ -56,7 +56,7 @@ func Listen(ctx context.Context, cfg Config, serving *genericapiserver.SecureSer
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	mux.Handle(v1alpha1.DataPlanePathPrefix, Handler(auth, sessions))
+	mux.Handle(v1alpha1.DataPlanePathPrefix, Handler(ctx, auth, sessions))
 	l, err := net.Listen("tcp", cfg.Address)
 	if err != nil {
 		return nil, err
@@ -66,22 +66,10 @@ func Listen(ctx context.Context, cfg Config, serving *genericapiserver.SecureSer
 		info.MinTLSVersion, info.CipherSuites, info.CurvePreferences = serving.MinTLSVersion, serving.CipherSuites, serving.CurvePreferences
 		info.HTTP2MaxStreamsPerConnection, info.DisableHTTP2 = serving.HTTP2MaxStreamsPerConnection, serving.DisableHTTP2
 	}
-	if _, _, err := info.Serve(endWith(ctx, mux), shutdownTimeout, ctx.Done()); err != nil {
+	if _, _, err := info.Serve(mux, shutdownTimeout, ctx.Done()); err != nil {
 		_ = l.Close()
 		return nil, err
 	}
 	klog.InfoS("Serving the data plane", "address", l.Addr().String())
 	return l.Addr(), nil
-}
-
-// endWith ends every request's context when ctx ends: a graceful shutdown
-// waits for requests to finish, and watches and streams do not.
-func endWith(ctx context.Context, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		reqCtx, cancel := context.WithCancel(req.Context())
-		defer cancel()
-		stop := context.AfterFunc(ctx, cancel)
-		defer stop()
-		h.ServeHTTP(w, req.WithContext(reqCtx))
-	})
 }

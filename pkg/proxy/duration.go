@@ -49,11 +49,21 @@ var requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"verb_class", "way"})
 
+// durationSeries are requestDuration's series, looked up once: every
+// proxied request observes one, and the vector's own lookup hashes the
+// label values and takes a lock.
+var durationSeries = map[durationLabels]metrics.ObserverMetric{}
+
+type durationLabels struct {
+	class string
+	way   Way
+}
+
 func init() {
 	legacyregistry.MustRegister(requestDuration)
 	for _, class := range []string{verbClassRead, verbClassWrite, verbClassWatch, verbClassStream} {
 		for _, way := range []Way{WayAggregated, WayDataPlane} {
-			requestDuration.WithLabelValues(class, string(way))
+			durationSeries[durationLabels{class, way}] = requestDuration.WithLabelValues(class, string(way))
 		}
 	}
 }
@@ -74,5 +84,10 @@ func verbClass(req *http.Request, longRunning bool) string {
 
 // observeDuration records a proxied request that came in by way and took d.
 func observeDuration(way Way, req *http.Request, longRunning bool, d time.Duration) {
-	requestDuration.WithLabelValues(verbClass(req, longRunning), string(way)).Observe(d.Seconds())
+	class := verbClass(req, longRunning)
+	series, ok := durationSeries[durationLabels{class, way}]
+	if !ok {
+		series = requestDuration.WithLabelValues(class, string(way))
+	}
+	series.Observe(d.Seconds())
 }

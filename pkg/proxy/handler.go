@@ -166,8 +166,9 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 	// for hours, also as it opens. A response the client reads whole is
 	// gathered (bufferBody).
 	if p.longRunning {
-		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
-			"verb", req.Method, "path", path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning))
+		klog.InfoS("Proxied request opened", "session", klog.KRef(t.Namespace, t.Name), "owner", logString(t.Owner), "reason", logString(t.Reason),
+			"way", logString(t.Way), "verb", logString(req.Method), "path", logString(path), "upgrade", logString(req.Header.Get("Upgrade")),
+			"longRunning", logBool(p.longRunning))
 	} else {
 		p.cw.bufferBody()
 	}
@@ -188,7 +189,9 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 		responder.Error(err)
 		return
 	}
-	p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
+	if p.longRunning {
+		p.disarm = context.AfterFunc(p.ctx, func() { p.sessionEnded(w) })
+	}
 
 	location := *t.Backend
 	location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(p.path, "/")
@@ -207,8 +210,9 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 // upgraded stream no longer heeds the request context, so its client
 // connection is closed, which ends both sides; a streamed response gets a
 // write deadline, so that a client that stopped reading cannot hold the
-// handler. (Ordinary requests are bounded by the request timeout, whose
-// filter may return before this handler does.)
+// handler. Ordinary requests are not armed with it: their forward runs in
+// the session's context, which its end cancels, and the request timeout
+// bounds them on the aggregated path.
 func (p *proxiedRequest) sessionEnded(w http.ResponseWriter) {
 	if sessionEnd(p.ctx) == nil {
 		return
@@ -228,7 +232,7 @@ func (p *proxiedRequest) sessionEnded(w http.ResponseWriter) {
 func (p *proxiedRequest) finish(req *http.Request) {
 	t := p.target
 	cause := sessionEnd(p.ctx)
-	closedRequests.WithLabelValues(reasonLabel(cause)).Inc()
+	countClosed(cause)
 	observeDuration(t.Way, req, p.longRunning, p.registry.clock.Since(p.start))
 	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
 		panic(v)
@@ -251,10 +255,11 @@ func (p *proxiedRequest) finish(req *http.Request) {
 		reason, status = p.refused.Error(), statusOf(p.refused)
 	}
 	p.logRequest(req, status, reason)
-	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", t.Owner, "reason", t.Reason, "way", string(t.Way),
-		"verb", req.Method, "path", p.path, "upgrade", req.Header.Get("Upgrade"), "longRunning", logBool(p.longRunning),
+	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", logString(t.Owner), "reason", logString(t.Reason),
+		"way", logString(t.Way), "verb", logString(req.Method), "path", logString(p.path), "upgrade", logString(req.Header.Get("Upgrade")),
+		"longRunning", logBool(p.longRunning),
 		"bytesIn", logInt(p.body.n.Load()+p.cw.hijackedIn.Load()), "bytesOut", logInt(p.cw.written.Load()+p.cw.hijackedOut.Load()),
-		"duration", p.registry.clock.Since(p.start).Round(time.Millisecond), "closeReason", reason)
+		"duration", logDuration(p.registry.clock.Since(p.start).Round(time.Millisecond)), "closeReason", logString(reason))
 }
 
 // close disarms the reaction to the session's end (waiting for one that

@@ -37,6 +37,15 @@ func classify(req *http.Request, path string) (longRunning, watch bool) {
 	if httpstream.IsUpgradeRequest(req) {
 		return true, false
 	}
+	if plainRequest(req.URL.RawQuery, path) {
+		return false, false
+	}
+	return classifyByInfo(req, path)
+}
+
+// classifyByInfo is classify for a request that is not an upgrade, from
+// the RequestInfo of the request on the target.
+func classifyByInfo(req *http.Request, path string) (longRunning, watch bool) {
 	target := &http.Request{Method: req.Method, URL: &url.URL{Path: "/" + strings.TrimPrefix(path, "/"), RawQuery: req.URL.RawQuery}}
 	info, err := targetRequestInfo.NewRequestInfo(target)
 	if err != nil {
@@ -51,6 +60,26 @@ func classify(req *http.Request, path string) (longRunning, watch bool) {
 		return queryTrue(req.URL.Query(), "follow"), false
 	}
 	return false, false
+}
+
+// longRunningWords are the path segments without which no request is
+// long-running: the watch prefix and the subresources LongRunning looks for.
+var longRunningWords = sets.New("watch", "attach", "exec", "portforward", "proxy", "log")
+
+// plainRequest tells most requests that are not long-running without
+// parsing them into a RequestInfo, which every proxied request paid for:
+// those with no path segment that could make them one and no watch in
+// their query (a query with escapes is parsed).
+func plainRequest(rawQuery, path string) bool {
+	if strings.Contains(rawQuery, "watch") || strings.Contains(rawQuery, "%") {
+		return false
+	}
+	for segment := range strings.SplitSeq(path, "/") {
+		if longRunningWords.Has(segment) {
+			return false
+		}
+	}
+	return true
 }
 
 // queryTrue says whether the boolean query parameter name is true the way

@@ -52,7 +52,7 @@ type Recorder struct {
 	boot string
 
 	mu       sync.Mutex
-	requests map[string]*requestBuffer
+	requests map[requestLogKey]*requestBuffer
 	seq      int
 }
 
@@ -70,7 +70,7 @@ func New(cfg Config) *Recorder {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Recorder{cfg: cfg, boot: fmt.Sprintf("%d", cfg.Clock.Now().UnixNano()), requests: map[string]*requestBuffer{}}
+	return &Recorder{cfg: cfg, boot: fmt.Sprintf("%d", cfg.Clock.Now().UnixNano()), requests: map[requestLogKey]*requestBuffer{}}
 }
 
 // Required says whether streams must not run unrecorded.

@@ -5,13 +5,13 @@ package recording
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"path"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -39,8 +39,15 @@ type Request struct {
 
 // requestBuffer holds a session's request log lines until the next flush.
 type requestBuffer struct {
+	key    requestLogKey
 	prefix string
 	lines  []byte
+}
+
+// requestLogKey is the session whose request log a buffer holds.
+type requestLogKey struct {
+	namespace, name string
+	uid             types.UID
 }
 
 // maxBufferedRequests bounds a session's request log waiting for a write
@@ -52,30 +59,27 @@ const maxBufferedRequests = 4 << 20
 func (r *Recorder) LogRequest(s Session, req Request) {
 	req.Replica = r.cfg.Replica
 	req.Query = RedactQuery(req.Query)
-	line, err := json.Marshal(req)
-	if err != nil {
-		return
-	}
-	prefix := path.Join(s.Namespace, s.Name, string(s.UID), requestsDir) + "/"
+	key := requestLogKey{namespace: s.Namespace, name: s.Name, uid: s.UID}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.requests[prefix]
+	b := r.requests[key]
 	if b == nil {
-		b = &requestBuffer{prefix: prefix}
-		r.requests[prefix] = b
+		b = &requestBuffer{key: key, prefix: path.Join(s.Namespace, s.Name, string(s.UID), requestsDir) + "/"}
+		r.requests[key] = b
 	}
-	if len(b.lines)+len(line) > maxBufferedRequests {
+	before := len(b.lines)
+	b.lines = append(appendRequest(b.lines, &req), '\n')
+	if len(b.lines) > maxBufferedRequests {
+		b.lines = b.lines[:before]
 		writeFailures.Inc()
-		return
 	}
-	b.lines = append(append(b.lines, line...), '\n')
 }
 
 // flushRequests writes every session's new log lines as a chunk of its own.
 func (r *Recorder) flushRequests(ctx context.Context) {
 	r.mu.Lock()
 	pending := r.requests
-	r.requests = map[string]*requestBuffer{}
+	r.requests = map[requestLogKey]*requestBuffer{}
 	r.mu.Unlock()
 	for _, b := range pending {
 		r.mu.Lock()
@@ -99,9 +103,9 @@ func (r *Recorder) flushRequests(ctx context.Context) {
 func (r *Recorder) requeue(old *requestBuffer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.requests[old.prefix]
+	b := r.requests[old.key]
 	if b == nil {
-		r.requests[old.prefix] = old
+		r.requests[old.key] = old
 		return
 	}
 	if len(old.lines)+len(b.lines) > maxBufferedRequests {

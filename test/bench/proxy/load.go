@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,7 +26,11 @@ var (
 	loadClients = flag.Int("load-clients", 50, "concurrent clients of the load rows")
 	loadFor     = flag.Duration("load", 20*time.Second, "how long each path of the load rows runs (0: skip)")
 	profileDir  = flag.String("profile", "", "write clustergate's CPU profile of the data plane's load run into this directory")
+	envFlag     = flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=100)")
 )
+
+// clustergateEnv is what -clustergate-env adds to clustergate's environment.
+func clustergateEnv() []string { return strings.Fields(*envFlag) }
 
 // loadTarget is what the data plane must reach under load, as a share of
 // the direct connection's requests per second.

@@ -74,6 +74,7 @@ func run(root string, n, configMaps, streams int) error {
 	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench-proxy"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
 		ClustergateArgs: []string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"},
+		ClustergateEnv:  clustergateEnv(),
 		// A second replica joins for the fleet rows.
 		SharedEtcd: true,
 	})
