@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"strings"
 	"sync"
 	"time"
@@ -134,7 +135,7 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 	info.Stream = newStreamID(info.StartTime, r.cfg.Replica)
 	info.Replica = r.cfg.Replica
 	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream), capturing: true,
-		captureSum: sha256.New(), wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
+		captureSum: sha256.New().(hash.Cloner), wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	s.space = sync.NewCond(&s.mu)
 	data, err := json.Marshal(info)
 	if err == nil {

@@ -248,6 +248,52 @@ func TestPolicyWhenTheStoreFails(t *testing.T) {
 	}
 }
 
+// failingKeyStore fails the writes of one key.
+type failingKeyStore struct {
+	store.Store
+	key string
+}
+
+func (s failingKeyStore) Put(ctx context.Context, key string, data []byte) error {
+	if strings.HasSuffix(key, s.key) {
+		return errors.New("disk full")
+	}
+	return s.Store.Put(ctx, key, data)
+}
+
+// TestManifestAfterAFailedChunk: a best-effort recording whose second
+// chunk could not be written is finished with a manifest that describes
+// the chunk written, and reads back.
+func TestManifestAfterAFailedChunk(t *testing.T) {
+	ctx := context.Background()
+	local, err := store.NewLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newTestRecorder(t, failingKeyStore{Store: local, key: chunkPrefix + "000002"}, PolicyBestEffort).OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ToClient([]byte(wsResponse))
+	s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "written")))
+	s.writeChunk(false)
+	s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "lost")))
+	s.Close()
+	s.Wait()
+	reader := Reader{Store: local}
+	streams, err := reader.Streams(ctx, "sre", "fix")
+	if err != nil || len(streams) != 1 || streams[0].Manifest == nil {
+		t.Fatalf("streams: %+v, %v", streams, err)
+	}
+	if m := streams[0].Manifest; m.Chunks != 1 || m.CaptureLength != streams[0].Bytes || !strings.Contains(m.Failed, "disk full") {
+		t.Errorf("manifest %+v, %d bytes stored", m, streams[0].Bytes)
+	}
+	cast, err := readCast(ctx, reader, s.ID())
+	if err != nil || !strings.Contains(string(cast), "written") || strings.Contains(string(cast), "lost") {
+		t.Errorf("cast %q, %v", cast, err)
+	}
+}
+
 type switchStore struct {
 	store.Store
 	fail bool

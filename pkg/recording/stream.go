@@ -64,7 +64,7 @@ type Stream struct {
 	// protocols.
 	chunks        int
 	captureLength int64
-	captureSum    hash.Hash
+	captureSum    hash.Cloner
 	checker       decoder
 	notUpgraded   bool
 
@@ -232,6 +232,14 @@ func (s *Stream) writeChunk(last bool) {
 	if len(chunk) == 0 {
 		chunk = append(chunk, captureMagic...)
 	}
+	// The store writes while the chunk is checked and hashed: the
+	// recording keeps up with a faster stream.
+	put := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
+		put <- s.recorder.cfg.Store.Put(ctx, chunkKey(s.prefix, s.chunks+1), chunk)
+	}()
 	decodeErr := readCapture(chunk, func(_ time.Duration, fromClient bool, data []byte) error {
 		err := s.checker.feed(fromClient, data, nil)
 		if errors.Is(err, errNotUpgraded) {
@@ -240,16 +248,18 @@ func (s *Stream) writeChunk(last bool) {
 		}
 		return err
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if err := s.recorder.cfg.Store.Put(ctx, chunkKey(s.prefix, s.chunks+1), chunk); err != nil {
+	// crypto/sha256's Clone never fails.
+	unhashed, _ := s.captureSum.Clone()
+	s.captureSum.Write(chunk)
+	if err := <-put; err != nil {
+		// The manifest describes the chunks written.
+		s.captureSum = unhashed
 		writeFailures.Inc()
 		s.fail(fmt.Errorf("a chunk could not be written: %w", err))
 		return
 	}
 	s.chunks++
 	s.captureLength += int64(len(chunk))
-	s.captureSum.Write(chunk)
 	writtenBytes.Add(float64(len(chunk)))
 	if decodeErr != nil {
 		s.fail(fmt.Errorf("the stream could not be decoded: %w", decodeErr))
