@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
 type record struct {
@@ -118,14 +116,8 @@ func TestKeptAnswer(t *testing.T) {
 // the status and the protocol, not a cookie.
 func TestCaptureKeepsNoHeaders(t *testing.T) {
 	ctx := context.Background()
-	local, err := store.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := newTestRecorder(t, local, PolicyBestEffort).OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	local := newLocalStore(t)
+	s := openExecStream(t, local)
 	answer := strings.Replace(wsResponse, "\r\n\r\n", "\r\nSet-Cookie: session=secret\r\n\r\n", 1)
 	s.ToClient([]byte(answer[:20]))
 	s.ToClient([]byte(answer[20:] + string(wsFrame(2, true, false, channelMessage(channelStdout, "out")))))

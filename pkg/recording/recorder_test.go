@@ -30,12 +30,30 @@ func newTestRecorder(t *testing.T, s store.Store, policy Policy) *Recorder {
 	return New(Config{Store: s, Policy: policy, Replica: "r1", FlushInterval: time.Hour, Clock: clocktesting.NewFakeClock(time.Unix(1700000000, 0))})
 }
 
-func TestRecordAndReadBack(t *testing.T) {
-	ctx := context.Background()
+// newLocalStore is a local store in the test's directory.
+func newLocalStore(t *testing.T) *store.Local {
+	t.Helper()
 	local, err := store.NewLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return local
+}
+
+// openExecStream opens a best-effort recording of an exec stream of the
+// test session in st.
+func openExecStream(t *testing.T, st store.Store) *Stream {
+	t.Helper()
+	s, err := newTestRecorder(t, st, PolicyBestEffort).OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestRecordAndReadBack(t *testing.T) {
+	ctx := context.Background()
+	local := newLocalStore(t)
 	r := newTestRecorder(t, local, PolicyBestEffort)
 	s, err := r.OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec", Pod: "p", Command: []string{"sh"}, TTY: true})
 	if err != nil {
@@ -163,14 +181,8 @@ func TestCastChecksTheManifest(t *testing.T) {
 	}} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			local, err := store.NewLocal(t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := newTestRecorder(t, local, PolicyBestEffort).OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			local := newLocalStore(t)
+			s := openExecStream(t, local)
 			s.ToClient([]byte(wsResponse))
 			s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "one")))
 			s.writeChunk(false)
@@ -209,10 +221,7 @@ func (failingStore) Put(context.Context, string, []byte) error { return errors.N
 
 func TestPolicyWhenTheStoreFails(t *testing.T) {
 	ctx := context.Background()
-	local, err := store.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	local := newLocalStore(t)
 	if _, err := newTestRecorder(t, failingStore{local}, PolicyRequired).OpenStream(ctx, StreamInfo{Session: testSession}); err == nil {
 		t.Error("required: a stream opened although the store cannot be written")
 	}
@@ -266,14 +275,8 @@ func (s failingKeyStore) Put(ctx context.Context, key string, data []byte) error
 // the chunk written, and reads back.
 func TestManifestAfterAFailedChunk(t *testing.T) {
 	ctx := context.Background()
-	local, err := store.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := newTestRecorder(t, failingKeyStore{Store: local, key: chunkPrefix + "000002"}, PolicyBestEffort).OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	local := newLocalStore(t)
+	s := openExecStream(t, failingKeyStore{Store: local, key: chunkPrefix + "000002"})
 	s.ToClient([]byte(wsResponse))
 	s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "written")))
 	s.writeChunk(false)
@@ -308,10 +311,7 @@ func (s *switchStore) Put(ctx context.Context, key string, data []byte) error {
 
 func TestSweep(t *testing.T) {
 	ctx := context.Background()
-	local, err := store.NewLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	local := newLocalStore(t)
 	clk := clocktesting.NewFakeClock(time.Now().Add(48 * time.Hour))
 	r := New(Config{Store: local, Policy: PolicyBestEffort, Retention: 24 * time.Hour, Clock: clk})
 	for _, key := range []string{"sre/old/u1/requests/a.jsonl", "sre/old/u1/streams/s/info.json"} {
