@@ -43,9 +43,10 @@ func TestProxyEndsAtExpiry(t *testing.T) {
 		t.Fatal("the watch outlived the session")
 	}
 	// Once expired, the proxy answers 410 until the session controller
-	// deletes the session, 404 after.
+	// deletes the session, 410 while its finalizers run, 404 after.
 	msg := kubectlErr(t, session, "", append(cache, "get", "namespaces")...)
 	if !strings.Contains(msg, "session proxy-expiry/brief: the session expired") &&
+		!strings.Contains(msg, "session proxy-expiry/brief is being deleted") &&
 		!strings.Contains(msg, `sessions.clustergate.dev "brief" not found`) {
 		t.Errorf("after expiry: %s", msg)
 	}

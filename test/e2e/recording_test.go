@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -291,7 +292,10 @@ func execOnTerminal(t *testing.T, kubeconfig, pod string, lines ...string) (type
 		// The terminal reads fail (EIO) once kubectl is gone.
 		_, _ = io.Copy(screen, terminal)
 	}()
-	showing := screen.String
+	// kubectl v1.32 logs to the terminal when a message reaches it before
+	// it set up the message's stream (client-go's WebSocket executor, at
+	// the start of a stream); its own line is not the pod's output.
+	showing := func() string { return kubectlStreamRace.ReplaceAllString(screen.String(), "") }
 	// Typed before kubectl makes the terminal raw, a line would be echoed
 	// and edited by the test's terminal instead of the pod's.
 	eventually(t, 15*time.Second, "kubectl makes the terminal raw", func() error {
@@ -344,6 +348,10 @@ func execOnTerminal(t *testing.T, kubeconfig, pod string, lines ...string) (type
 	<-read
 	return in.String(), showing()
 }
+
+// kubectlStreamRace is the line kubectl logs for a message on a stream it
+// has not set up yet.
+var kubectlStreamRace = regexp.MustCompile(`E\d{4} [0-9:.]+ +\d+ websocket\.go:\d+\] Unknown stream id \d+, discarding message\r?\n`)
 
 // checkTerminalCast checks the asciicast of run, typed on a terminal by
 // execOnTerminal: its header says so and has the first window size, its
