@@ -12,10 +12,27 @@ TAGS := -tags=fieldsv1string
 # make images, make build and the tests share one build cache.
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+# PHASE start|end: each verify and test phase prints its start and its time,
+# so that the CI log shows where a run's time goes.
+PHASE := @hack/phase.sh
 
-.PHONY: all build images registry codegen verify test test-unit test-images test-monitoring test-istio test-workloads test-install test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
+.PHONY: all help check build images registry codegen verify test test-unit test-images test-monitoring test-istio test-workloads test-install test-e2e tools bench bench-proxy bench-kubeconfig bench-api run clean
 
 all: build
+
+## help: list the targets with what each does
+help:
+	@sed -n 's/^## \([a-z-]*\): \(.*\)/\1\t\2/p' $(MAKEFILE_LIST) | awk -F'\t' '{printf "  %-17s %s\n", $$1, $$2}'
+
+## check: before every commit, in about a minute warm: gofmt, go vet, import layers, shellcheck, golangci-lint, and the unit tests that need no etcd (go test -short)
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(TAGS) ./...
+	$(GO) run ./hack/verify-imports
+	hack/verify-shell.sh
+	hack/tools/build.sh lint
+	$(BIN)/golangci-lint run --build-tags=fieldsv1string ./...
+	$(GO) test $(TAGS) -short -count=1 ./pkg/... ./cmd/...
 
 ## build: build clustergate-apiserver and the kubectl plugin kubectl-session into _output/bin
 build:
@@ -34,45 +51,60 @@ registry:
 codegen:
 	hack/update-codegen.sh
 
-## verify: generated code up to date, license headers, layering, gofmt clean, go vet clean, golangci-lint clean (.golangci.yml)
+## verify: generated code up to date, license headers, layering, gofmt clean, shellcheck clean, go vet clean, golangci-lint clean (.golangci.yml)
 verify:
+	$(PHASE) start $@
 	hack/verify-codegen.sh
 	hack/verify-license.sh
+	hack/verify-shell.sh
 	$(GO) run ./hack/verify-imports
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(TAGS) ./...
 	hack/tools/build.sh lint
 	$(BIN)/golangci-lint run --build-tags=fieldsv1string ./...
+	$(PHASE) end $@
 
 ## test: every test: unit, storage, integration, images, monitoring, workloads, the shipped install and end to end
 test: test-unit test-images test-monitoring test-istio test-workloads test-install test-e2e
 
 ## test-unit: unit, storage (embedded etcd) and in-process integration tests
 test-unit:
+	$(PHASE) start $@
 	$(GO) test $(TAGS) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/monitoring -e /test/workloads -e /test/install)
+	$(PHASE) end $@
 
 ## test-images: make images, then each image pushed to a registry and read back: configuration, labels, every file (no shell), static binaries that run
 test-images: images
+	$(PHASE) start $@
 	CLUSTERGATE_IMAGES=$(CURDIR)/_output/images/oci $(GO) test $(TAGS) -count=1 -run TestImagesFromRegistry ./internal/images/
+	$(PHASE) end $@
 
 ## test-monitoring: promtool checks and unit-tests the rules of artifacts/monitoring; the component and dashboard
 test-monitoring:
+	$(PHASE) start $@
 	hack/tools/build.sh prometheus
 	$(GO) test -count=1 ./test/monitoring/
+	$(PHASE) end $@
 
 ## test-istio: istiod's own authorization builder turns the data plane's Istio policies into Envoy RBAC filters, evaluated per request
 test-istio:
+	$(PHASE) start $@
 	cd hack/tools/istio-authz && $(GO) test -count=1 ./...
+	$(PHASE) end $@
 
 ## test-workloads: (root) a Deployment, a StatefulSet with a claim and Services run by process-kubelet, a node that runs images from a local registry as host processes, each pod in a network namespace of its own
 test-workloads: tools build
+	$(PHASE) start $@
 	cd hack/tools/process-kubelet && $(GO) test -count=1 ./...
 	$(GO) test $(TAGS) -count=1 -timeout=20m -v ./test/workloads/
+	$(PHASE) end $@
 
 ## test-install: (root) the shipped HA install (artifacts/overlays/ha with the cert-manager component) applied with kubectl apply -k onto the process node: images of make images from a local registry, certificates from cert-manager's own controllers, then used through the aggregated API and sessions/proxy
 test-install: tools build images
+	$(PHASE) start $@
 	hack/tools/build.sh cert-manager
 	$(GO) test $(TAGS) -count=1 -timeout=30m -v ./test/install/
+	$(PHASE) end $@
 
 ## test-e2e: the real control plane (kube-apiserver, gardener-apiserver, etcd) with clustergate registered
 test-e2e: tools build

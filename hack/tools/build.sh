@@ -39,6 +39,12 @@ build_set() {
   local set=$1 dir="${root}/hack/tools/$1" key dest
   key=$( { go version; find "${dir}" -maxdepth 1 -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-12)
   dest="${out}/tools/${set}-${key}"
+  # One build of a set at a time: .ci/run builds the tools in the
+  # background while make builds what it needs, and a second build.sh of
+  # the same set waits here for the first, then finds it complete.
+  local lock
+  exec {lock}>"${out}/tools/${set}.lock"
+  flock "${lock}"
   if [[ ! -f "${dest}/.complete" ]]; then
     echo "building ${set} tools into ${dest} (cold builds take minutes)" >&2
     rm -rf "${dest}" && mkdir -p "${dest}"
@@ -76,7 +82,8 @@ build_set() {
         # Module version v0.3MM.P is Prometheus release 3.MM.P.
         local version p=github.com/prometheus/common/version
         version=$(module_version prometheus github.com/prometheus/prometheus)
-        version="3.$(echo "${version#v0.3}" | sed 's/^0*\([0-9]\)/\1/')"
+        local release=${version#v0.3}
+        version="3.$((10#${release%%.*})).${release#*.}"
         (cd "${dir}" && go build -trimpath -tags remove_all_sd -ldflags "-s -w -X ${p}.Version=${version}" -o "${dest}/" \
           github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
         ;;
@@ -114,6 +121,7 @@ build_set() {
   for bin in "${dest}"/*; do
     ln -sfn "${bin}" "${out}/bin/$(basename "${bin}")"
   done
+  exec {lock}>&-
 }
 
 sets=("$@")

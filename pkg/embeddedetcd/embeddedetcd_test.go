@@ -14,6 +14,9 @@ import (
 // TestRestartKeepsData starts an etcd, writes a key, stops it and starts it
 // again on the same directory at other ports: the key must still be there.
 func TestRestartKeepsData(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd: make test-unit runs it")
+	}
 	dir := t.TempDir()
 	ctx := context.Background()
 

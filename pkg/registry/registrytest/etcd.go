@@ -31,6 +31,10 @@ func Scheme() *runtime.Scheme {
 // store one resource in it, encoded as v1alpha1 as the server does.
 func NewRESTOptions(t *testing.T, scheme *runtime.Scheme, resource string) generic.RESTOptions {
 	t.Helper()
+	if testing.Short() {
+		// make check runs -short; make test-unit runs the storage tests.
+		t.Skip("needs etcd: make test-unit runs it")
+	}
 	u, err := embeddedetcd.FreeLocalURL()
 	if err != nil {
 		t.Fatal(err)
