@@ -109,7 +109,7 @@ func (cp *ControlPlane) restart(name string) error {
 func (cp *ControlPlane) checkAlive() error {
 	for _, p := range cp.procs {
 		if done, err := p.exited(); done && !p.stopped {
-			return fmt.Errorf("%s exited: %v; see %s", p.name, err, filepath.Join(cp.logs, p.name+".log"))
+			return fmt.Errorf("%s exited: %w; see %s", p.name, err, filepath.Join(cp.logs, p.name+".log"))
 		}
 	}
 	return nil

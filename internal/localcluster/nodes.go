@@ -153,7 +153,7 @@ func (cp *ControlPlane) startWorkloads(ctx context.Context) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not Ready after a minute: %v %s", ProcessNodeName, err, out)
+			return fmt.Errorf("node %s not Ready after a minute: %w %s", ProcessNodeName, err, out)
 		}
 		select {
 		case <-ctx.Done():

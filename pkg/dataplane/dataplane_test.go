@@ -143,7 +143,7 @@ func TestHandler(t *testing.T) {
 			}
 			if tt.opened {
 				want := opener{err: tt.openerErr, user: "alice", namespace: "sre", name: "fix-etcd", path: tt.path[len("/sessions/sre/fix-etcd"):], way: proxy.WayDataPlane}
-				if diff := cmp.Diff(want, *o, cmp.AllowUnexported(opener{}), cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+				if diff := cmp.Diff(want, *o, cmp.AllowUnexported(opener{}), cmp.Comparer(func(a, b error) bool { return errors.Is(a, b) && errors.Is(b, a) })); diff != "" {
 					t.Errorf("opened (-want +got):\n%s", diff)
 				}
 			} else if o.name != "" {

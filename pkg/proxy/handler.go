@@ -234,7 +234,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	cause := sessionEnd(p.ctx)
 	countClosed(cause)
 	observeDuration(t.Way, req, p.longRunning, p.registry.clock.Since(p.start))
-	if v := recover(); v != nil && (v != http.ErrAbortHandler || cause == nil) {
+	if v := recover(); v != nil && (v != any(http.ErrAbortHandler) || cause == nil) {
 		panic(v)
 	}
 	reason := "client or target closed"

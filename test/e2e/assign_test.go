@@ -50,7 +50,7 @@ func TestAssignNeedsTheAssignersOwnAccess(t *testing.T) {
 				case tt.want != "" && err == nil:
 					return fmt.Errorf("succeeded, want an error saying %q", tt.want)
 				case tt.want != "" && (!strings.Contains(err.Error(), tt.want) || !strings.Contains(strings.ToLower(err.Error()), "forbidden")):
-					return fmt.Errorf("got %v, want a 403 saying %q", err, tt.want)
+					return fmt.Errorf("got %w, want a 403 saying %q", err, tt.want)
 				}
 				return nil
 			})

@@ -347,7 +347,7 @@ func TestOwnerOnlyChanges(t *testing.T) {
 			err := bobClient.ClustergateV1alpha1().Sessions(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), revoke) {
 				// RBAC may not have seen the new binding yet.
-				return fmt.Errorf("got %v", err)
+				return fmt.Errorf("got %w", err)
 			}
 			return nil
 		})

@@ -257,7 +257,7 @@ func TestIdleSession(t *testing.T) {
 	eventually(t, 10*time.Second, "the credentials removed", func() error {
 		_, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, credentials.SecretName(s.UID), metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("credentials Secret: %v", err)
+			return fmt.Errorf("credentials Secret: %w", err)
 		}
 		return nil
 	})

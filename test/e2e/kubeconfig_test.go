@@ -270,10 +270,10 @@ func TestKubeconfigLifecycle(t *testing.T) {
 		}
 		eventually(t, time.Minute, "object and Secret gone", func() error {
 			if _, err := kube.CoreV1().Secrets(ns).Get(ctx, "kubeconfig-c-local", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("Secret: %v", err)
+				return fmt.Errorf("Secret: %w", err)
 			}
 			if _, err := objects.Get(ctx, "c-local", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("object: %v", err)
+				return fmt.Errorf("object: %w", err)
 			}
 			return nil
 		})
@@ -308,7 +308,7 @@ func TestKubeconfigErrors(t *testing.T) {
 		}
 		eventually(t, time.Minute, "object released", func() error {
 			if _, err := objects.Get(ctx, "conflict", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("object: %v", err)
+				return fmt.Errorf("object: %w", err)
 			}
 			return nil
 		})

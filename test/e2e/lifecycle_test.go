@@ -127,7 +127,7 @@ func waitGone(t *testing.T, client versioned.Interface, ns, name string, timeout
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 }
 

@@ -292,7 +292,7 @@ func TestExpiredLockRemoved(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 	gone := time.Since(expiresAt)
 	t.Logf("deleted %s after its expiry (retention %s)", gone.Round(100*time.Millisecond), lockRetention)

@@ -184,7 +184,7 @@ func TestSessionEndsAtExpiry(t *testing.T) {
 			goneAt = time.Now()
 			return nil
 		}
-		return fmt.Errorf("still there: %v", err)
+		return fmt.Errorf("still there: %w", err)
 	})
 	// creationTimestamp has second precision; allow for it and for polling.
 	if late := goneAt.Sub(s.Status.ExpiresAt.Time); late < -time.Second || late > 2*time.Second {
@@ -283,10 +283,10 @@ func TestSessionExpiredWhileServerDownIsCleanedUp(t *testing.T) {
 	}
 	eventually(t, time.Minute, "expired session and its credentials cleaned up after the restart", func() error {
 		if _, err := client.ClustergateV1alpha1().Sessions(ns).Get(ctx, "while-down", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("session: %v", err)
+			return fmt.Errorf("session: %w", err)
 		}
 		if _, err := kube.CoreV1().Secrets("clustergate-system").Get(ctx, credentials.SecretName(s.UID), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("credentials: %v", err)
+			return fmt.Errorf("credentials: %w", err)
 		}
 		if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "get", "csr", credentials.CSRName(s.UID)); err == nil {
 			return fmt.Errorf("CSR still on the target")

@@ -11,6 +11,7 @@ package monitoring
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -219,7 +220,7 @@ func TestComponent(t *testing.T) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	for {
 		var obj map[string]any
-		if err := dec.Decode(&obj); err == io.EOF {
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatal(err)

@@ -25,7 +25,7 @@ func inProcess(root string) ([]row, error) {
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("%v: %s", err, out)
+		return nil, fmt.Errorf("%w: %s", err, out)
 	}
 	results, err := parseBenchResults(bytes.NewReader(out))
 	if err != nil {
