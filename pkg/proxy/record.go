@@ -98,7 +98,7 @@ func inspect(req *http.Request, path string) inspection {
 			Container: query.Get("container"), Command: query["command"],
 			TTY: queryTrue(query, "tty"), Stdin: queryTrue(query, "stdin"),
 		}}
-	case upgrade && (info.Verb == "watch" || pods && subresource == "log" && req.Method == http.MethodGet):
+	case upgrade && (info.Verb == "watch" && subresource == "" || pods && subresource == "log" && req.Method == http.MethodGet):
 		return inspection{}
 	case upgrade:
 		return inspection{unrecordable: "an upgraded stream to " + strings.Join(parts[:min(len(parts), 3)], "/")}

@@ -78,6 +78,8 @@ var waysIn = []struct {
 	{name: "plain request through a pod's proxy", method: http.MethodPost, path: "/api/v1/namespaces/default/pods/p/proxy/api/run", required: allowed},
 	{name: "plain request through a service's proxy", method: http.MethodGet, path: "/api/v1/namespaces/default/services/web/proxy/", required: allowed},
 	{name: "watch over WebSocket", method: http.MethodGet, path: "/api/v1/namespaces/default/pods?watch=true", upgrade: "websocket", required: allowed},
+	{name: "a subresource behind the watch prefix", method: http.MethodGet, path: "/api/v1/watch/namespaces/default/pods/p/portforward", upgrade: "websocket", required: refused, way: "an upgraded stream to pods/p/portforward"},
+	{name: "watch prefix over WebSocket", method: http.MethodGet, path: "/api/v1/watch/namespaces/default/pods/p", upgrade: "websocket", required: allowed},
 	{name: "pod log over WebSocket", method: http.MethodGet, path: "/api/v1/namespaces/default/pods/p/log?follow=true", upgrade: "websocket", required: allowed},
 	{name: "a pod created", method: http.MethodPost, path: "/api/v1/namespaces/default/pods", required: allowed},
 	{name: "a list", method: http.MethodGet, path: "/api/v1/namespaces/default/pods", required: allowed},
