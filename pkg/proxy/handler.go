@@ -118,6 +118,8 @@ type proxiedRequest struct {
 	watch       bool
 	body        *countingReader
 	cw          *connWriter
+	// inspected is what recording makes of the request.
+	inspected inspection
 	// stream records an interactive stream, if this request is one;
 	// recordingFailed is set when its recording failed and ended it.
 	stream          *recording.Stream
@@ -134,9 +136,15 @@ type proxiedRequest struct {
 }
 
 // open admits a request to the registry, within the session's and the
-// owner's limits, and logs it.
+// owner's limits, and logs it. Under --recording=required, a request that
+// cannot be recorded is refused first: it takes no place and is no use of
+// the session.
 func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
 	start := r.clock.Now()
+	inspected, err := r.inspectFor(req, path)
+	if err != nil {
+		return nil, err
+	}
 	ctx, release, err := r.OpenUntil(req.Context(), t.UID, t.Owner, t.ExpiresAt, t.IdleAt)
 	if err != nil {
 		return nil, err
@@ -152,7 +160,7 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 		})
 	}
 	openRequests.Inc()
-	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body}}
+	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body}, inspected: inspected}
 	p.longRunning, p.watch = classify(req, path)
 	upgrade := strings.ToLower(req.Header.Get("Upgrade"))
 	p.cw = &connWriter{ResponseWriter: w, framed: upgrade == "websocket" || strings.HasPrefix(upgrade, "spdy/"),
@@ -184,7 +192,7 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	if req.Body != nil && req.Body != http.NoBody {
 		req.Body = p.body
 	}
-	if err := p.openRecording(req); err != nil {
+	if err := p.openRecording(); err != nil {
 		p.refused = err
 		responder.Error(err)
 		return
@@ -301,6 +309,9 @@ func statusFor(err error, t Target) error {
 	case errors.Is(err, ErrLocked):
 		return apierrors.NewForbidden(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions/proxy"}, t.Name,
 			fmt.Errorf("session %s/%s is %w", t.Namespace, t.Name, err))
+	case errors.Is(err, errUnrecordable):
+		return apierrors.NewForbidden(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions/proxy"}, t.Name,
+			fmt.Errorf("session %s/%s: %w", t.Namespace, t.Name, err))
 	}
 	return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s: %v", t.Namespace, t.Name, err))
 }

@@ -23,7 +23,7 @@ var (
 	}, []string{"reason"})
 	refusedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "refused_requests_total",
-		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit, stopping).",
+		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit, stopping, unrecordable).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 )
@@ -41,7 +41,7 @@ func init() {
 		closedRequests.WithLabelValues(reasonLabel(err))
 	}
 	completedRequests = closedRequests.WithLabelValues(reasonLabel(nil))
-	for _, err := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrTooManyForSession, ErrTooManyForOwner} {
+	for _, err := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrTooManyForSession, ErrTooManyForOwner, errUnrecordable} {
 		refusedRequests.WithLabelValues(reasonLabel(err))
 	}
 }
@@ -78,6 +78,8 @@ func reasonLabel(err error) string {
 		return "owner_limit"
 	case errors.Is(err, ErrStopping):
 		return "stopping"
+	case errors.Is(err, errUnrecordable):
+		return "unrecordable"
 	}
 	return "other"
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/streaming/pkg/httpstream"
 
 	"github.com/clustergate/clustergate/pkg/recording"
@@ -23,22 +24,142 @@ import (
 // session this registry serves; nil records nothing.
 func (r *Registry) RecordWith(recorder *recording.Recorder) { r.recorder = recorder }
 
-// interactive returns what the recording of a request says about it when
-// the request opens an interactive stream on the target (exec or attach
-// of a pod); ok is false for anything else, port-forward included, whose
-// opening, close and byte counts only the request log keeps.
-func interactive(req *http.Request, path string) (recording.StreamInfo, bool) {
+// kubeletReads are the first segments of the kubelet's paths (k8s.io/kubernetes
+// pkg/kubelet/server/server.go) that a GET through nodes/<node>/proxy may
+// reach under --recording=required: they read the node's and its pods'
+// state and run nothing. The kubelet's other paths are refused there: /run
+// runs a command in a plain POST, /portForward is a tunnel, /checkpoint and
+// /debug/flags/v write, /debug/pprof profiles the kubelet. Its /exec and
+// /attach are recorded (kubeletStreams).
+var kubeletReads = sets.New("healthz", "metrics", "stats", "pods", "runningpods", "allocatedPods", "configz", "flagz", "statusz", "containerLogs", "logs")
+
+// kubeletStreams are the kubelet's interactive streams: the same protocols
+// as a pod's exec and attach, which the kube-apiserver relays to them.
+var kubeletStreams = sets.New("exec", "attach")
+
+// errUnrecordable is why --recording=required refuses a request.
+var errUnrecordable = errors.New("cannot be recorded; this server requires recordings (--recording=required)")
+
+// inspection is what a request does on the target, as recording sees it.
+type inspection struct {
+	// stream describes the interactive stream the request opens, when
+	// recorded is set: exec or attach of a pod, or the kubelet's exec or
+	// attach through its node's proxy.
+	stream   recording.StreamInfo
+	recorded bool
+	// unrecordable names a way to run a command, or to reach one that runs,
+	// that no recording covers: --recording=required refuses it; otherwise
+	// only the request log keeps it. Empty for the rest, which runs nothing
+	// and whose record is the request log.
+	unrecordable string
+}
+
+// inspect reads what a request does on the target from the target's own
+// RequestInfo of its path, the way the target authorizes it. Under
+// --recording=required only decoded streams and read-only ones (a watch, a
+// pod's log) may upgrade; through a node's proxy only the kubelet's reads
+// pass; a write of a pod's ephemeral containers, whose command runs as the
+// container starts, before any attach, is refused. A plain request through
+// pods/<name>/proxy or services/<name>/proxy passes: it is in the request
+// log, and its body, which could hold a command for a server behind it, is
+// not recorded (docs/security.md).
+func inspect(req *http.Request, path string) inspection {
+	upgrade := httpstream.IsUpgradeRequest(req)
 	target := &http.Request{Method: req.Method, URL: &url.URL{Path: "/" + strings.TrimPrefix(path, "/"), RawQuery: req.URL.RawQuery}}
 	info, err := targetRequestInfo.NewRequestInfo(target)
-	if err != nil || info.Resource != "pods" || (info.Subresource != "exec" && info.Subresource != "attach") {
-		return recording.StreamInfo{}, false
+	if err != nil || !info.IsResourceRequest || len(info.Parts) == 0 {
+		if upgrade {
+			return inspection{unrecordable: "an upgraded stream to " + target.URL.Path}
+		}
+		return inspection{}
+	}
+	parts := info.Parts
+	if info.Verb == "proxy" && len(parts) >= 2 {
+		// The deprecated /api/v1/proxy/<resource>/<name>/<path>, which
+		// targets no longer serve, is read as <resource>/<name>/proxy/<path>.
+		parts = append([]string{parts[0], parts[1], "proxy"}, parts[2:]...)
+	}
+	var name, subresource string
+	var rest []string
+	if len(parts) > 1 {
+		name = parts[1]
+	}
+	if len(parts) > 2 {
+		subresource, rest = parts[2], parts[3:]
 	}
 	query := req.URL.Query()
-	return recording.StreamInfo{
-		Subresource: info.Subresource, PodNamespace: info.Namespace, Pod: info.Name,
-		Container: query.Get("container"), Command: query["command"],
-		TTY: queryTrue(query, "tty"), Stdin: queryTrue(query, "stdin"),
-	}, true
+	pods := info.Resource == "pods"
+	switch {
+	case info.Resource == "nodes" && subresource == "proxy":
+		return inspectKubelet(req.Method, upgrade, name, rest, query)
+	case upgrade && pods && (subresource == "exec" || subresource == "attach"):
+		return inspection{recorded: true, stream: recording.StreamInfo{
+			Subresource: subresource, PodNamespace: info.Namespace, Pod: name,
+			Container: query.Get("container"), Command: query["command"],
+			TTY: queryTrue(query, "tty"), Stdin: queryTrue(query, "stdin"),
+		}}
+	case upgrade && (info.Verb == "watch" && subresource == "" || pods && subresource == "log" && req.Method == http.MethodGet):
+		return inspection{}
+	case upgrade:
+		return inspection{unrecordable: "an upgraded stream to " + strings.Join(parts[:min(len(parts), 3)], "/")}
+	case pods && subresource == "ephemeralcontainers" && req.Method != http.MethodGet && req.Method != http.MethodHead:
+		return inspection{unrecordable: "a " + req.Method + " of pods/" + name + "/ephemeralcontainers"}
+	}
+	return inspection{}
+}
+
+// inspectKubelet is inspect for a request to rest, the path on the kubelet,
+// through nodes/<node>/proxy.
+func inspectKubelet(method string, upgrade bool, node string, rest []string, query url.Values) inspection {
+	first := ""
+	if len(rest) > 0 {
+		first = rest[0]
+	}
+	// /exec/<namespace>/<pod>/<container>, and /exec/<namespace>/<pod>/<uid>/<container>.
+	if upgrade && kubeletStreams.Has(first) && (len(rest) == 4 || len(rest) == 5) {
+		return inspection{recorded: true, stream: recording.StreamInfo{
+			Subresource: first, Node: node, PodNamespace: rest[1], Pod: rest[2], Container: rest[len(rest)-1],
+			Command: query["command"], TTY: queryTrue(query, "tty"), Stdin: queryTrue(query, "stdin"),
+		}}
+	}
+	// A node's name with a port (or a scheme) reaches that port of the
+	// node, not its kubelet.
+	if !upgrade && method == http.MethodGet && kubeletReads.Has(first) && !strings.Contains(node, ":") {
+		return inspection{}
+	}
+	return inspection{unrecordable: "nodes/" + node + "/proxy/" + first}
+}
+
+// mayRunCommands tells the requests that are not upgrades and that
+// --recording=required might refuse from the rest without parsing them
+// into a RequestInfo: those with a segment that names a node's, pod's or
+// service's proxy or a pod's ephemeral containers.
+func mayRunCommands(path string) bool {
+	for segment := range strings.SplitSeq(path, "/") {
+		if segment == "proxy" || segment == "ephemeralcontainers" {
+			return true
+		}
+	}
+	return false
+}
+
+// inspectFor reads what recording makes of a request: nothing without a
+// recorder; an upgrade always; a plain request only under
+// --recording=required, which it may refuse with an error wrapping
+// errUnrecordable.
+func (r *Registry) inspectFor(req *http.Request, path string) (inspection, error) {
+	rec := r.recorder
+	if rec == nil {
+		return inspection{}, nil
+	}
+	if !httpstream.IsUpgradeRequest(req) && (!rec.Required() || !mayRunCommands(path)) {
+		return inspection{}, nil
+	}
+	seen := inspect(req, path)
+	if seen.unrecordable != "" && rec.Required() {
+		return seen, fmt.Errorf("%s %w", seen.unrecordable, errUnrecordable)
+	}
+	return seen, nil
 }
 
 // recordingSession is the part of a target a recording names.
@@ -48,16 +169,12 @@ func recordingSession(t Target) recording.Session {
 
 // openRecording starts the recording of an interactive stream; under
 // --recording=required, an error is the Status that refuses the stream.
-func (p *proxiedRequest) openRecording(req *http.Request) error {
+func (p *proxiedRequest) openRecording() error {
 	rec := p.registry.recorder
-	if rec == nil || !httpstream.IsUpgradeRequest(req) {
+	if rec == nil || !p.inspected.recorded {
 		return nil
 	}
-	info, ok := interactive(req, p.path)
-	if !ok {
-		return nil
-	}
-	t := p.target
+	info, t := p.inspected.stream, p.target
 	info.Session, info.Way = recordingSession(t), string(t.Way)
 	stream, err := rec.OpenStream(p.ctx, info)
 	if err != nil {

@@ -66,7 +66,11 @@ type StreamInfo struct {
 	Way     string `json:"way,omitempty"`
 	Replica string `json:"replica,omitempty"`
 	// Subresource is exec or attach.
-	Subresource  string    `json:"subresource"`
+	Subresource string `json:"subresource"`
+	// Node is the node whose kubelet the stream reached through
+	// nodes/<node>/proxy, past the pod's own subresource; empty when it
+	// came through the pod's exec or attach.
+	Node         string    `json:"node,omitempty"`
 	PodNamespace string    `json:"podNamespace,omitempty"`
 	Pod          string    `json:"pod,omitempty"`
 	Container    string    `json:"container,omitempty"`

@@ -21,7 +21,8 @@ func (o *Options) addRecordingFlags(fss *cliflag.NamedFlagSets) {
 	fs := fss.FlagSet("recording")
 	fs.StringVar((*string)(&r.Policy), "recording", string(r.Policy),
 		"Recording of sessions: every exec and attach stream as an asciicast v2 recording, every proxied request in a request log. "+
-			"off, best-effort (a stream runs when its recording cannot be written) or required (an interactive stream is refused when its recording cannot be started, and closed when it fails).")
+			"off, best-effort (a stream runs when its recording cannot be written) or required (an interactive stream is refused when its recording cannot be started, and closed when it fails; "+
+			"a way in that cannot be recorded, such as port-forward or the kubelet's run, is refused).")
 	fs.StringVar(&r.Dir, "recording-dir", r.Dir, "Directory of the recordings (default: recordings/ in --data-dir).")
 	fs.StringVar(&r.S3.Endpoint, "recording-s3-endpoint", r.S3.Endpoint,
 		"URL of an S3-compatible server to keep recordings in instead of --recording-dir, so that every replica reads every recording: "+
