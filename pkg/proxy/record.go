@@ -46,18 +46,26 @@ func recordingSession(t Target) recording.Session {
 	return recording.Session{Namespace: t.Namespace, Name: t.Name, UID: t.UID, Owner: t.Owner, Target: t.TargetName, Reason: t.Reason}
 }
 
-// openRecording starts the recording of an interactive stream; under
-// --recording=required, an error is the Status that refuses the stream.
+// openRecording checks that the session's request log keeps its entries
+// and starts the recording of an interactive stream; under
+// --recording=required, an error is the Status that refuses the request.
 func (p *proxiedRequest) openRecording(req *http.Request) error {
 	rec := p.registry.recorder
-	if rec == nil || !httpstream.IsUpgradeRequest(req) {
+	if rec == nil {
+		return nil
+	}
+	t := p.target
+	if err := rec.RequestLogError(recordingSession(t)); err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s: this server must log every request (--recording=required) and cannot: %v",
+			t.Namespace, t.Name, err))
+	}
+	if !httpstream.IsUpgradeRequest(req) {
 		return nil
 	}
 	info, ok := interactive(req, p.path)
 	if !ok {
 		return nil
 	}
-	t := p.target
 	info.Session, info.Way = recordingSession(t), string(t.Way)
 	stream, err := rec.OpenStream(p.ctx, info)
 	if err != nil {
