@@ -16,6 +16,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
@@ -269,15 +270,19 @@ func (r Reader) Requests(ctx context.Context, namespace, name string, limit int,
 		if from != nil && from.Key == o.Key {
 			start = from.Index
 		}
-		requests, err := r.requestChunk(ctx, o.Key)
+		lines, err := r.requestChunk(ctx, o.Key)
 		if err != nil {
 			return "", err
 		}
-		for i := start; i < len(requests); i++ {
+		for i := start; i < len(lines); i++ {
 			if limit > 0 && sent == limit {
 				return encodePosition(requestsPosition{Modified: o.Modified.UnixNano(), Key: o.Key, Index: i}), nil
 			}
-			if err := each(&requests[i]); err != nil {
+			var req Request
+			if err := json.Unmarshal(lines[i].data, &req); err != nil {
+				return "", fmt.Errorf("%s, line %d: %w", o.Key, lines[i].n, err)
+			}
+			if err := each(&req); err != nil {
 				return "", err
 			}
 			sent++
@@ -291,26 +296,52 @@ func encodePosition(p requestsPosition) string {
 	return base64.RawURLEncoding.EncodeToString(data)
 }
 
-// requestChunk reads a chunk of a request log, by time.
-func (r Reader) requestChunk(ctx context.Context, key string) ([]Request, error) {
+// requestLine is line n of a chunk of a request log, written at time.
+type requestLine struct {
+	time time.Time
+	n    int
+	data []byte
+}
+
+// requestChunk reads a chunk of a request log and sorts its lines by
+// time, reading no more of each than its time: a page decodes only the
+// entries it holds.
+func (r Reader) requestChunk(ctx context.Context, key string) ([]requestLine, error) {
 	data, err := r.Store.Get(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	requests := make([]Request, 0, bytes.Count(data, []byte{'\n'})+1)
+	lines := make([]requestLine, 0, bytes.Count(data, []byte{'\n'})+1)
 	for n := 1; len(data) > 0; n++ {
-		line := data
+		line := requestLine{n: n, data: data}
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
+			line.data, data = data[:i], data[i+1:]
 		} else {
 			data = nil
 		}
-		var req Request
-		if err := json.Unmarshal(line, &req); err != nil {
+		if line.time, err = lineTime(line.data); err != nil {
 			return nil, fmt.Errorf("%s, line %d: %w", key, n, err)
 		}
-		requests = append(requests, req)
+		lines = append(lines, line)
 	}
-	sort.SliceStable(requests, func(i, j int) bool { return requests[i].Time.Before(requests[j].Time) })
-	return requests, nil
+	sort.SliceStable(lines, func(i, j int) bool { return lines[i].time.Before(lines[j].time) })
+	return lines, nil
+}
+
+// lineTime reads the time of a request log line, which appendRequest
+// writes first.
+func lineTime(line []byte) (time.Time, error) {
+	const prefix = `{"time":"`
+	if rest, ok := bytes.CutPrefix(line, []byte(prefix)); ok {
+		if end := bytes.IndexByte(rest, '"'); end >= 0 {
+			if t, err := time.Parse(time.RFC3339Nano, string(rest[:end])); err == nil {
+				return t, nil
+			}
+		}
+	}
+	var entry struct {
+		Time time.Time `json:"time"`
+	}
+	err := json.Unmarshal(line, &entry)
+	return entry.Time, err
 }
