@@ -167,14 +167,23 @@ func recordingSession(t Target) recording.Session {
 	return recording.Session{Namespace: t.Namespace, Name: t.Name, UID: t.UID, Owner: t.Owner, Target: t.TargetName, Reason: t.Reason}
 }
 
-// openRecording starts the recording of an interactive stream; under
-// --recording=required, an error is the Status that refuses the stream.
+// openRecording checks that the session's request log keeps its entries
+// and starts the recording of an interactive stream; under
+// --recording=required, an error is the Status that refuses the request.
 func (p *proxiedRequest) openRecording() error {
 	rec := p.registry.recorder
-	if rec == nil || !p.inspected.recorded {
+	if rec == nil {
 		return nil
 	}
-	info, t := p.inspected.stream, p.target
+	t := p.target
+	if err := rec.RequestLogError(recordingSession(t)); err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s: this server must log every request (--recording=required) and cannot: %v",
+			t.Namespace, t.Name, err))
+	}
+	if !p.inspected.recorded {
+		return nil
+	}
+	info := p.inspected.stream
 	info.Session, info.Way = recordingSession(t), string(t.Way)
 	stream, err := rec.OpenStream(p.ctx, info)
 	if err != nil {

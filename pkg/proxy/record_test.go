@@ -272,7 +272,11 @@ func TestRequestLog(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		rec.Run(ctx)
-		requests, err = reader.Requests(context.Background(), "sre", "fix")
+		requests = nil
+		_, err = reader.Requests(context.Background(), "sre", "fix", 0, "", func(r *recording.Request) error {
+			requests = append(requests, *r)
+			return nil
+		})
 		must(t, err)
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -292,5 +296,40 @@ func TestRequestLog(t *testing.T) {
 	must(t, opened.Write(context.Background(), &cast))
 	if !strings.Contains(cast.String(), `"i", "typed"`) || strings.Contains(cast.String(), "secret") {
 		t.Errorf("cast %s", cast.String())
+	}
+}
+
+// TestRequestLogRequired: with --recording=required a session's requests
+// are refused with a 503 saying why while its request log cannot be
+// written, and served again once it is.
+func TestRequestLogRequired(t *testing.T) {
+	s := newFailingStore(t, true)
+	rec := recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, FlushInterval: time.Hour})
+	base := strings.Replace(recordingProxy(t, rec, echoExecBackend(t)), "ws://", "http://", 1)
+	flush := func() {
+		// Run writes the log when it ends.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		rec.Run(ctx)
+	}
+	get := func() (int, string) {
+		resp, err := http.Get(base + "/proxy/api/v1/namespaces")
+		must(t, err)
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, body := get(); code != http.StatusOK {
+		t.Fatalf("first request: %d %s", code, body)
+	}
+	flush()
+	code, body := get()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "--recording=required") || !strings.Contains(body, "the disk is full") {
+		t.Errorf("with the request log not written: %d %s; want 503 saying why", code, body)
+	}
+	s.fail.Store(false)
+	flush()
+	if code, body := get(); code != http.StatusOK {
+		t.Errorf("with the request log written: %d %s", code, body)
 	}
 }

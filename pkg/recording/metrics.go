@@ -29,6 +29,11 @@ var (
 		Help:           "Writes of recordings and request logs to the recording store that failed.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	lostRequests = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "clustergate", Subsystem: "recording", Name: "lost_requests_total",
+		Help:           "Request log entries that could not be kept (recorded by a marker entry in the log instead).",
+		StabilityLevel: metrics.ALPHA,
+	})
 	writtenBytes = metrics.NewCounter(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "recording", Name: "written_bytes_total",
 		Help:           "Bytes of recordings and request logs written to the recording store.",
@@ -37,5 +42,5 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(recordedStreams, failedStreams, refusedStreams, writeFailures, writtenBytes)
+	legacyregistry.MustRegister(recordedStreams, failedStreams, refusedStreams, writeFailures, lostRequests, writtenBytes)
 }

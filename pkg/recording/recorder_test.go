@@ -109,7 +109,7 @@ func TestRecordAndReadBack(t *testing.T) {
 	if diff := cmp.Diff([]string{"r 100x20", "i echo h", "i é\r", "o hé\r\n"}, got); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
-	requests, err := reader.Requests(ctx, "sre", "fix")
+	requests, err := allRequests(ctx, reader, 0)
 	if err != nil || len(requests) != 2 {
 		t.Fatalf("requests: %v, %v", requests, err)
 	}

@@ -32,6 +32,24 @@ func appendRequest(b []byte, req *Request) []byte {
 	b = appendStringField(b, "upgrade", req.Upgrade, true)
 	b = appendStringField(b, "closeReason", req.CloseReason, true)
 	b = appendStringField(b, "replica", req.Replica, true)
+	if len(req.Truncated) > 0 {
+		b = append(b, `,"truncated":[`...)
+		for i, f := range req.Truncated {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"field":`...)
+			b = appendJSONString(b, f.Field)
+			b = append(b, `,"length":`...)
+			b = strconv.AppendInt(b, int64(f.Length), 10)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if req.Lost != 0 {
+		b = append(b, `,"lost":`...)
+		b = strconv.AppendInt(b, req.Lost, 10)
+	}
 	return append(b, '}')
 }
 

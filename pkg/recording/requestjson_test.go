@@ -24,6 +24,7 @@ func TestAppendRequest(t *testing.T) {
 			Stream: "s-1", Upgrade: "websocket", Duration: "1h0m0s"}},
 		{"escapes", Request{Time: at, Method: "GET", Path: "/a\"b\\c<d>e&f\n\r\t\b\f\x00\x1f\x7f", Query: "q=\u2028\u2029",
 			UserAgent: "é ü 日本 🙂", CloseReason: "bad \xff\xfe utf-8 \xe2\x82"}},
+		{"truncated and lost", Request{Time: at, UserAgent: "x", Truncated: []TruncatedField{{"userAgent", 204800}, {"query", 5000}}, Lost: 3}},
 		{"zone", Request{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600+1800))}},
 	}
 	for _, tt := range tests {

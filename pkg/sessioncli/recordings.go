@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,8 +23,9 @@ import (
 	"github.com/clustergate/clustergate/pkg/recording"
 )
 
-// readRecordings reads what sessions/NAME/recordings/PATH... answers.
-func (g *globals) readRecordings(ctx context.Context, name string, path ...string) ([]byte, error) {
+// readRecordings reads what sessions/NAME/recordings/PATH... answers to
+// a query of params.
+func (g *globals) readRecordings(ctx context.Context, name string, params map[string]string, path ...string) ([]byte, error) {
 	ns, err := g.namespace()
 	if err != nil {
 		return nil, err
@@ -31,8 +34,14 @@ func (g *globals) readRecordings(ctx context.Context, name string, path ...strin
 	if err != nil {
 		return nil, err
 	}
-	body, err := c.ClustergateV1alpha1().RESTClient().Get().Namespace(ns).Resource("sessions").Name(name).
-		SubResource(append([]string{"recordings"}, path...)...).DoRaw(ctx)
+	req := c.ClustergateV1alpha1().RESTClient().Get().Namespace(ns).Resource("sessions").Name(name).
+		SubResource(append([]string{"recordings"}, path...)...)
+	for k, v := range params {
+		if v != "" {
+			req = req.Param(k, v)
+		}
+	}
+	body, err := req.DoRaw(ctx)
 	if err != nil {
 		// The clientset's decoder does not take the Status of a raw
 		// answer: read it here, so that a refusal says why.
@@ -67,7 +76,7 @@ func newRecordingsCommand(g *globals) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			data, err := g.readRecordings(cmd.Context(), args[0])
+			data, err := g.readRecordings(cmd.Context(), args[0], nil)
 			if err != nil {
 				return err
 			}
@@ -110,6 +119,35 @@ func orNone(s string) string {
 	return s
 }
 
+// historyPage is how many entries of a request log each request reads.
+const historyPage = 500
+
+// readRequestLog reads a session's whole request log, page by page, by
+// time; the server holds no more than a page and a chunk of it at a time.
+func (g *globals) readRequestLog(ctx context.Context, name string) ([]recording.Request, error) {
+	var all []recording.Request
+	next := ""
+	for {
+		var page struct {
+			Items    []recording.Request
+			Metadata metav1.ListMeta
+		}
+		data, err := g.readRecordings(ctx, name, map[string]string{"limit": strconv.Itoa(historyPage), "continue": next}, "requests")
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &page); err != nil {
+			return nil, fmt.Errorf("reading the request log: %w", err)
+		}
+		all = append(all, page.Items...)
+		if next = page.Metadata.Continue; next == "" {
+			break
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Time.Before(all[j].Time) })
+	return all, nil
+}
+
 func newHistoryCommand(g *globals) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -120,33 +158,44 @@ func newHistoryCommand(g *globals) *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			data, err := g.readRecordings(cmd.Context(), args[0], "requests")
+			log, err := g.readRequestLog(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
 			if output == "json" {
-				_, err := g.streams.Out.Write(data)
-				return err
-			}
-			var log struct{ Items []recording.Request }
-			if err := json.Unmarshal(data, &log); err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(g.streams.Out, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(w, "TIME\tWAY\tMETHOD\tPATH\tSTATUS\tIN\tOUT\tDURATION\tSTREAM")
-			for _, r := range log.Items {
-				path := r.Path
-				if r.Query != "" {
-					path += "?" + r.Query
+				if log == nil {
+					log = []recording.Request{}
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339), r.Way, r.Method, path, r.Status,
-					r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream))
+				// The list as the server answered before it paged.
+				return json.NewEncoder(g.streams.Out).Encode(map[string]any{"kind": "SessionRequestLog", "apiVersion": "clustergate.dev/v1alpha1", "items": log})
 			}
-			return w.Flush()
+			return printHistory(g.streams.Out, log)
 		},
 	}
 	outputFlag(cmd, &output)
 	return cmd
+}
+
+// printHistory prints a request log as a table; an entry that was cut, or
+// one that records lost entries, says so in its path.
+func printHistory(out io.Writer, log []recording.Request) error {
+	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "TIME\tWAY\tMETHOD\tPATH\tSTATUS\tIN\tOUT\tDURATION\tSTREAM")
+	for _, r := range log {
+		path := r.Path
+		if r.Query != "" {
+			path += "?" + r.Query
+		}
+		if len(r.Truncated) > 0 {
+			path += " (truncated)"
+		}
+		if r.Lost > 0 {
+			path = "(" + r.CloseReason + ")"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339), orNone(r.Way), orNone(r.Method), path, r.Status,
+			r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream))
+	}
+	return w.Flush()
 }
 
 func newReplayCommand(g *globals) *cobra.Command {
@@ -168,7 +217,7 @@ goes to standard error.`,
 			if speed < 0 {
 				return fmt.Errorf("--speed may not be negative")
 			}
-			data, err := g.readRecordings(cmd.Context(), args[0], "streams", args[1])
+			data, err := g.readRecordings(cmd.Context(), args[0], nil, "streams", args[1])
 			if err != nil {
 				return err
 			}

@@ -4,14 +4,17 @@
 package storage
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -28,7 +31,7 @@ import (
 // every session that had that name:
 //
 //	GET .../sessions/NAME/recordings                  the streams (JSON)
-//	GET .../sessions/NAME/recordings/requests         the request log (JSON)
+//	GET .../sessions/NAME/recordings/requests         the request log (JSON, streamed; limit and continue page it)
 //	GET .../sessions/NAME/recordings/streams/STREAM   one stream (asciicast v2)
 type RecordingsREST struct {
 	// reader is nil when the server records nothing.
@@ -64,7 +67,7 @@ func (r *RecordingsREST) NewConnectOptions() (runtime.Object, bool, string) {
 }
 
 // Connect returns the handler that reads what the path names.
-func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.Object, _ rest.Responder) (http.Handler, error) {
+func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.Object, responder rest.Responder) (http.Handler, error) {
 	options, ok := opts.(*clustergate.SessionProxyOptions)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid options %T", opts))
@@ -86,9 +89,7 @@ func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.
 		items, err = r.reader.Streams(ctx, namespace, name)
 		body = list(RecordingListKind, items)
 	case path == "requests":
-		var items []recording.Request
-		items, err = r.reader.Requests(ctx, namespace, name)
-		body = list(RequestLogKind, items)
+		return r.requestLog(namespace, name, responder), nil
 	case len(parts) == 2 && parts[0] == "streams":
 		cast, err := r.reader.OpenCast(ctx, namespace, name, parts[1])
 		if errors.Is(err, recording.ErrNoStream) {
@@ -130,4 +131,68 @@ func list[T any](kind string, items []T) map[string]any {
 		items = []T{}
 	}
 	return map[string]any{"kind": kind, "apiVersion": clustergate.GroupName + "/v1alpha1", "items": items}
+}
+
+// requestLog writes the request log as a list whose items are written as
+// they are read, so that a log of any length never sits in the server's
+// memory whole. Like a Kubernetes list it takes limit and continue and
+// answers with metadata.continue while entries are left.
+func (r *RecordingsREST) requestLog(namespace, name string, responder rest.Responder) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		query := req.URL.Query()
+		limit := 0
+		if s := query.Get("limit"); s != "" {
+			var err error
+			if limit, err = strconv.Atoi(s); err != nil || limit < 0 {
+				responder.Error(apierrors.NewBadRequest(fmt.Sprintf("limit %q is not a number of entries", s)))
+				return
+			}
+		}
+		sent := &sentWriter{w: w}
+		out := bufio.NewWriterSize(sent, 32<<10)
+		fmt.Fprintf(out, `{"kind":%q,"apiVersion":%q,"items":[`, RequestLogKind, clustergate.GroupName+"/v1alpha1")
+		enc := json.NewEncoder(out)
+		first := true
+		next, err := r.reader.Requests(req.Context(), namespace, name, limit, query.Get("continue"), func(entry *recording.Request) error {
+			if !first {
+				_ = out.WriteByte(',')
+			}
+			first = false
+			return enc.Encode(entry)
+		})
+		switch {
+		case err != nil && sent.n == 0:
+			// Nothing reached the client: it gets a Status instead.
+			if errors.Is(err, recording.ErrBadContinue) {
+				responder.Error(apierrors.NewBadRequest(fmt.Sprintf("continue: %v", err)))
+				return
+			}
+			responder.Error(apierrors.NewInternalError(fmt.Errorf("reading the request log: %w", err)))
+			return
+		case err != nil:
+			klog.ErrorS(err, "Request log not read to its end", "session", klog.KRef(namespace, name))
+			// Abort the response: the client must not take what it got
+			// for the whole log.
+			panic(http.ErrAbortHandler)
+		}
+		metadata, _ := json.Marshal(metav1.ListMeta{Continue: next})
+		fmt.Fprintf(out, `],"metadata":%s}`, metadata)
+		_ = out.Flush()
+	})
+}
+
+// sentWriter counts what reached the client, and says the answer is JSON
+// as it starts.
+type sentWriter struct {
+	w http.ResponseWriter
+	n int
+}
+
+func (s *sentWriter) Write(b []byte) (int, error) {
+	if s.n == 0 {
+		s.w.Header().Set("Content-Type", "application/json")
+	}
+	n, err := s.w.Write(b)
+	s.n += n
+	return n, err
 }
