@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/recording"
 )
 
 // startClustergate applies artifacts/rbac and Istio's CRDs, creates the
@@ -47,10 +48,17 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One manifest key for clustergate and its replicas, which verify
+	// each other's recordings in a shared bucket.
+	manifestKey := filepath.Join(cp.opts.Dir, "recording-manifest.key")
+	if err := recording.EnsureManifestKeyFile(manifestKey); err != nil {
+		return err
+	}
 	if err := cp.start("clustergate", "clustergate-apiserver", append(append([]string{
 		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(cp.ports.clustergate),
 		"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
 		"--data-dir=" + cp.DataDir("clustergate"),
+		"--recording-manifest-key-file=" + manifestKey,
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
 		"--authorization-kubeconfig=" + kubeconfig,

@@ -29,6 +29,13 @@ type RecordingConfig struct {
 	Retention time.Duration
 	// FlushInterval is how often growing recordings are written.
 	FlushInterval time.Duration
+	// ManifestKeyFiles hold the keys that sign and verify the recordings'
+	// manifests (recording.LoadManifestKeys): the first key signs.
+	ManifestKeyFiles []string
+	// GeneratedManifestKeyFile, used when ManifestKeyFiles is empty, is
+	// where a key is generated once: it suits one replica on its local
+	// store, whose recordings no other replica reads.
+	GeneratedManifestKeyFile string
 }
 
 // newRecording returns the recorder and the reader of the configured
@@ -37,6 +44,10 @@ func (c RecordingConfig) newRecording() (*recording.Recorder, recording.Reader, 
 	if c.Policy == recording.PolicyOff || c.Policy == "" {
 		return nil, recording.Reader{}, nil
 	}
+	keys, err := c.manifestKeys()
+	if err != nil {
+		return nil, recording.Reader{}, err
+	}
 	s, err := c.newStore()
 	if err != nil {
 		return nil, recording.Reader{}, err
@@ -44,7 +55,23 @@ func (c RecordingConfig) newRecording() (*recording.Recorder, recording.Reader, 
 	// In a pod, the host name is the pod's name: which replica recorded.
 	replica, _ := os.Hostname()
 	return recording.New(recording.Config{Store: s, Policy: c.Policy, Replica: replica, FlushInterval: c.FlushInterval,
-		Retention: c.Retention}), recording.Reader{Store: s}, nil
+		Retention: c.Retention, Keys: keys}), recording.Reader{Store: s, Keys: keys}, nil
+}
+
+// manifestKeys reads the manifest keys, generating the one of
+// GeneratedManifestKeyFile first when none are given.
+func (c RecordingConfig) manifestKeys() (*recording.ManifestKeys, error) {
+	files := c.ManifestKeyFiles
+	if len(files) == 0 {
+		if c.GeneratedManifestKeyFile == "" {
+			return nil, fmt.Errorf("recording: no manifest key file")
+		}
+		if err := recording.EnsureManifestKeyFile(c.GeneratedManifestKeyFile); err != nil {
+			return nil, fmt.Errorf("recording: generating the manifest key: %w", err)
+		}
+		files = []string{c.GeneratedManifestKeyFile}
+	}
+	return recording.LoadManifestKeys(files...)
 }
 
 // newStore returns the S3 store when an endpoint is set, else the local

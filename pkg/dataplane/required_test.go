@@ -105,8 +105,11 @@ func TestRecordingRequiredRefusals(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			rec.Run(ctx)
-			logged, err := recording.Reader{Store: s}.Requests(context.Background(), "sre", "fix")
-			if err != nil {
+			var logged []recording.Request
+			if _, err := (recording.Reader{Store: s}).Requests(context.Background(), "sre", "fix", 0, "", func(r *recording.Request) error {
+				logged = append(logged, *r)
+				return nil
+			}); err != nil {
 				t.Fatal(err)
 			}
 			if len(logged) != 1 || logged[0].Status != http.StatusForbidden || logged[0].Way != string(proxy.WayDataPlane) ||

@@ -6,6 +6,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -247,7 +248,8 @@ func TestRecordingRequired(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	tgt := echoExecBackend(t)
 	s := newFailingStore(t, false)
-	rec := recording.New(recording.Config{Store: s, Policy: recording.PolicyBestEffort, FlushInterval: time.Hour})
+	keys := manifestKeys(t)
+	rec := recording.New(recording.Config{Store: s, Policy: recording.PolicyBestEffort, FlushInterval: time.Hour, Keys: keys})
 	base := recordingProxy(t, rec, tgt)
 	httpBase := strings.Replace(base, "ws://", "http://", 1)
 	req, _ := http.NewRequest(http.MethodGet, httpBase+"/proxy/api/v1/namespaces?access_token=secret&limit=5", nil)
@@ -264,7 +266,7 @@ func TestRequestLog(t *testing.T) {
 	}
 	conn.Close()
 
-	reader := recording.Reader{Store: s}
+	reader := recording.Reader{Store: s, Keys: keys}
 	var requests []recording.Request
 	deadline := time.Now().Add(5 * time.Second)
 	for len(requests) < 2 && time.Now().Before(deadline) {
@@ -290,7 +292,7 @@ func TestRequestLog(t *testing.T) {
 	if exec.Status != http.StatusSwitchingProtocols || exec.Stream == "" || exec.Upgrade != "websocket" {
 		t.Errorf("exec logged as %+v", exec)
 	}
-	opened, err := reader.OpenCast(context.Background(), "sre", "fix", exec.Stream)
+	opened, err := reader.OpenCast(context.Background(), "sre", "fix", exec.Stream, false)
 	must(t, err)
 	var cast bytes.Buffer
 	must(t, opened.Write(context.Background(), &cast))
@@ -332,4 +334,13 @@ func TestRequestLogRequired(t *testing.T) {
 	if code, body := get(); code != http.StatusOK {
 		t.Errorf("with the request log written: %d %s", code, body)
 	}
+}
+
+// manifestKeys is a key to sign recordings' manifests with, as the server
+// holds one, so that a test can read back what it recorded.
+func manifestKeys(t *testing.T) *recording.ManifestKeys {
+	t.Helper()
+	keys, err := recording.ParseManifestKeys([]byte("test " + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))))
+	must(t, err)
+	return keys
 }

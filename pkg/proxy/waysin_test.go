@@ -185,7 +185,8 @@ func TestRecordingRequiredWaysIn(t *testing.T) {
 // names.
 func TestKubeletExecRecorded(t *testing.T) {
 	s := newFailingStore(t, false)
-	base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired}), echoExecBackend(t))
+	keys := manifestKeys(t)
+	base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, Keys: keys}), echoExecBackend(t))
 	dialer := websocket.Dialer{Subprotocols: []string{"v5.channel.k8s.io"}}
 	conn, _, err := dialer.Dial(base+"/proxy/api/v1/nodes/n1/proxy/exec/default/p/c?command=cat&stdin=true&stdout=true", nil)
 	must(t, err)
@@ -195,7 +196,7 @@ func TestKubeletExecRecorded(t *testing.T) {
 	}
 	conn.Close()
 
-	reader := recording.Reader{Store: s}
+	reader := recording.Reader{Store: s, Keys: keys}
 	streams := finishedStreams(t, s, true)
 	if len(streams) != 1 || streams[0].Manifest == nil {
 		t.Fatalf("recorded %+v, want one finished stream", streams)
@@ -205,7 +206,7 @@ func TestKubeletExecRecorded(t *testing.T) {
 		len(info.Command) != 1 || info.Command[0] != "cat" || !info.Stdin {
 		t.Errorf("recorded as %+v", info)
 	}
-	opened, err := reader.OpenCast(context.Background(), "sre", "fix", info.Stream)
+	opened, err := reader.OpenCast(context.Background(), "sre", "fix", info.Stream, false)
 	must(t, err)
 	var cast bytes.Buffer
 	must(t, opened.Write(context.Background(), &cast))

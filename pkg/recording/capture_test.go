@@ -136,7 +136,7 @@ func TestCaptureKeepsNoHeaders(t *testing.T) {
 			t.Errorf("%s holds the cookie: %q", o.Key, data)
 		}
 	}
-	cast, err := readCast(ctx, Reader{Store: local}, s.ID())
+	cast, err := readCast(ctx, testReader(local), s.ID())
 	if err != nil || !strings.Contains(string(cast), `"o", "out"`) {
 		t.Errorf("cast %q, %v", cast, err)
 	}

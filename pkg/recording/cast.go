@@ -35,8 +35,11 @@ const eventEnd = "\"]\n"
 // first chunk with events, so that it carries the terminal size of the
 // first resize.
 type castWriter struct {
-	info    StreamInfo
-	decoder decoder
+	info StreamInfo
+	// verification is what the reader verified of the recording, for the
+	// header.
+	verification string
+	decoder      decoder
 	// buf holds what was recorded since the last chunk written.
 	buf           []byte
 	headerWritten bool
@@ -193,6 +196,10 @@ func (c *castWriter) header() []byte {
 		"version": 2, "width": width, "height": height, "timestamp": c.info.StartTime.Unix(),
 		"title":       c.info.Namespace + "/" + c.info.Name + " " + c.info.Stream,
 		"clustergate": c.info,
+	}
+	if c.verification != "" {
+		// The file keeps what the server verified of it, wherever it goes.
+		h["clustergateVerification"] = c.verification
 	}
 	if c.info.TTY {
 		h["env"] = map[string]string{"TERM": "xterm-256color"}

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
@@ -34,6 +36,11 @@ type StreamSummary struct {
 // Reader reads recordings and request logs back.
 type Reader struct {
 	Store store.Store
+	// Keys verify the manifests and live marks of recordings.
+	Keys *ManifestKeys
+	// Clock tells a live mark that is recent from one a stopped writer
+	// left; nil is the real clock.
+	Clock clock.PassiveClock
 }
 
 // ErrNoStream is returned for a stream a session does not have.
@@ -103,9 +110,25 @@ func (r Reader) readJSON(ctx context.Context, key string, into any) error {
 	return nil
 }
 
-// ErrNotAsWritten says that a recording's chunks are not those its
-// manifest describes: they were changed, added or removed since.
+// ErrNotAsWritten says that a recording is not vouched for by its writer:
+// its chunks or info are not those its manifest describes (changed, added
+// or removed since), or it has no manifest signed with a key the server
+// holds and is not live.
 var ErrNotAsWritten = errors.New("the recording is not what was written")
+
+// What OpenCast verified of a recording: Cast.Verification.
+const (
+	// Verified: a manifest signed with one of the server's keys describes
+	// the recording's chunks and info.
+	Verified = "verified"
+	// Live: the recording has no manifest yet, and its writer signed
+	// within liveGrace that it runs; its chunks cannot be checked until it
+	// ends.
+	Live = "live"
+	// UnverifiedPrefix starts the Verification of a recording read
+	// although it could not be verified, followed by why.
+	UnverifiedPrefix = "unverified: "
+)
 
 // Cast is a recorded stream, found and checked, to be written as an
 // asciicast file.
@@ -115,13 +138,25 @@ type Cast struct {
 	dir      string
 	chunks   []string
 	manifest *Manifest
+	// checked is set when the chunks were verified against the manifest,
+	// so that Write checks them again as it reads them.
+	checked      bool
+	verification string
 }
 
-// OpenCast finds a stream of a session named name and, once its recording
-// is finished, checks that its chunks are those its manifest describes
-// (ErrNotAsWritten otherwise), reading one chunk at a time: a recording
-// is checked before any of it is written, whatever its length.
-func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string) (*Cast, error) {
+// Verification says what OpenCast verified: Verified, Live, or
+// UnverifiedPrefix and why not.
+func (c *Cast) Verification() string { return c.verification }
+
+// OpenCast finds a stream of a session named name and checks that its
+// writer vouches for it: a finished recording needs a manifest signed with
+// one of the Reader's keys that describes its info and its chunks, read
+// one chunk at a time, so that a recording is checked before any of it is
+// written, whatever its length; one without a manifest must be live (a
+// live mark signed within liveGrace). Otherwise it returns
+// ErrNotAsWritten, unless unverified asks for the recording anyway: then
+// the Cast says why it is not verified.
+func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string, unverified bool) (*Cast, error) {
 	if store.CheckKey(stream) != nil || strings.Contains(stream, "/") {
 		return nil, ErrNoStream
 	}
@@ -129,7 +164,7 @@ func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string) (*
 	if err != nil {
 		return nil, err
 	}
-	var info, manifest []string
+	var info, manifest, live []string
 	c := &Cast{store: r.Store}
 	for _, o := range objects {
 		dir, object, ok := streamObject(o.Key)
@@ -141,44 +176,95 @@ func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string) (*
 			info = append(info, o.Key)
 		case object == manifestObject:
 			manifest = append(manifest, o.Key)
+		case object == liveObject:
+			live = append(live, o.Key)
 		case strings.HasPrefix(object, chunkPrefix):
 			c.chunks = append(c.chunks, o.Key)
 		}
 	}
-	if len(info) != 1 || len(manifest) > 1 {
+	if len(info) != 1 || len(manifest) > 1 || len(live) > 1 {
 		return nil, ErrNoStream
 	}
 	c.dir = strings.TrimSuffix(info[0], infoObject)
-	if err := r.readJSON(ctx, info[0], &c.info); err != nil {
+	infoData, err := r.Store.Get(ctx, info[0])
+	if err != nil {
 		return nil, err
 	}
-	if len(manifest) == 1 {
-		c.manifest = &Manifest{}
-		if err := r.readJSON(ctx, manifest[0], c.manifest); err != nil {
-			return nil, err
-		}
-		d := c.digest(ctx)
-		for i := range c.chunks {
-			if _, err := d.chunk(i); err != nil {
-				return nil, fmt.Errorf("%s: %w", c.dir, err)
-			}
-		}
-		if err := d.check(); err != nil {
-			return nil, err
-		}
+	if err := json.Unmarshal(infoData, &c.info); err != nil {
+		return nil, fmt.Errorf("%s: %w", info[0], err)
+	}
+	c.verification, err = r.verify(ctx, c, infoData, manifest, live)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrNotAsWritten) && unverified:
+		c.checked, c.verification = false, UnverifiedPrefix+err.Error()
+	default:
+		return nil, err
 	}
 	return c, nil
 }
 
-// Write writes the asciicast to w, built one chunk at a time. The chunks
-// are checked again as they are read: an error after the first write
-// means that what w got must not be taken for the recording.
+// verify checks what the recording's writer signed of it; refusals wrap
+// ErrNotAsWritten, other errors are the store's.
+func (r Reader) verify(ctx context.Context, c *Cast, infoData []byte, manifest, live []string) (string, error) {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w: %s", c.dir, ErrNotAsWritten, fmt.Sprintf(format, args...))
+	}
+	if len(manifest) == 0 {
+		if len(live) == 0 {
+			return "", refuse("it has no manifest and its writer never said that it is live")
+		}
+		var mark liveMark
+		if err := r.readJSON(ctx, live[0], &mark); err != nil {
+			return "", refuse("its live mark cannot be read: %v", err)
+		}
+		if err := r.Keys.verify(mark.Key, mark.MAC, mark.signedBytes(c.dir)); err != nil {
+			return "", refuse("it has no manifest, and its live mark: %v", err)
+		}
+		clk := r.Clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		if age := clk.Since(mark.Time); age > liveGrace {
+			return "", refuse("it has no manifest, and its writer last said that it is live %s ago: it stopped without one, or the manifest was removed",
+				age.Round(time.Second))
+		}
+		return Live, nil
+	}
+	c.manifest = &Manifest{}
+	if err := r.readJSON(ctx, manifest[0], c.manifest); err != nil {
+		return "", refuse("its manifest cannot be read: %v", err)
+	}
+	if err := r.Keys.verify(c.manifest.Key, c.manifest.MAC, c.manifest.signedBytes(c.dir)); err != nil {
+		return "", refuse("its manifest: %v", err)
+	}
+	infoSum := sha256.Sum256(infoData)
+	if c.manifest.Stream != c.info.Stream || c.manifest.InfoSHA256 != hex.EncodeToString(infoSum[:]) {
+		return "", refuse("its info is not what its manifest describes")
+	}
+	d := c.digest(ctx)
+	for i := range c.chunks {
+		if _, err := d.chunk(i); err != nil {
+			return "", fmt.Errorf("%s: %w", c.dir, err)
+		}
+	}
+	if err := d.check(); err != nil {
+		return "", err
+	}
+	c.checked = true
+	return Verified, nil
+}
+
+// Write writes the asciicast to w, built one chunk at a time; its header
+// says what was verified. The chunks of a verified recording are checked
+// again as they are read: an error after the first write means that what
+// w got must not be taken for the recording.
 func (c *Cast) Write(ctx context.Context, w io.Writer) error {
 	d := c.digest(ctx)
-	if err := renderCast(&castWriter{info: c.info}, len(c.chunks), d.chunk, w); err != nil {
+	if err := renderCast(&castWriter{info: c.info, verification: c.verification}, len(c.chunks), d.chunk, w); err != nil {
 		return fmt.Errorf("%s: %w", c.dir, err)
 	}
-	if c.manifest != nil {
+	if c.checked {
 		return d.check()
 	}
 	return nil

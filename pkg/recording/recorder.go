@@ -44,7 +44,11 @@ type Config struct {
 	QueueBytes int
 	// Retention is how long recordings are kept; 0 keeps them.
 	Retention time.Duration
-	Clock     clock.WithTicker
+	// Keys sign manifests and live marks; without them recordings are
+	// written unsigned, and a Reader refuses them unless asked for
+	// unverified ones.
+	Keys  *ManifestKeys
+	Clock clock.WithTicker
 }
 
 // Recorder records the streams and requests of sessions on this replica.
@@ -155,6 +159,8 @@ func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, er
 		close(s.done)
 		return s, nil
 	}
+	infoSum := sha256.Sum256(data)
+	s.infoSHA256 = hex.EncodeToString(infoSum[:])
 	recordedStreams.Inc()
 	writtenBytes.Add(float64(len(data)))
 	go s.run()

@@ -14,14 +14,17 @@
 // so that a replica that dies loses at most the last interval. The
 // asciicast is built from the chunks when it is read (Reader.Cast), the
 // same each time. At its end a recording gets a manifest with the length
-// and SHA-256 of its chunks, hashed as they were written, which a read
-// checks.
+// and SHA-256 of its chunks, hashed as they were written, and of its info,
+// signed with the server's ManifestKeys, which a read checks; while it
+// runs, its writer signs every minute that it is live (live.json).
 //
 // A stream's objects, under <namespace>/<name>/<uid>/streams/<id>/:
-// info.json (StreamInfo), capture-000001 and on, manifest.json (Manifest).
+// info.json (StreamInfo), capture-000001 and on, live.json (liveMark),
+// manifest.json (Manifest).
 package recording
 
 import (
+	"encoding/json"
 	"fmt"
 	"path"
 	"time"
@@ -93,9 +96,48 @@ type Manifest struct {
 	Chunks        int    `json:"chunks"`
 	CaptureLength int64  `json:"captureLength"`
 	CaptureSHA256 string `json:"captureSHA256"`
+	// InfoSHA256 is the digest of the stream's info.json as written, so
+	// that who, where and what the recording says it is is vouched for
+	// too.
+	InfoSHA256 string `json:"infoSHA256,omitempty"`
 	// Failed says why the recording is incomplete, if it is.
 	Failed string `json:"failed,omitempty"`
+	// Key names the ManifestKeys key that signed the manifest; MAC is its
+	// HMAC-SHA256 (hex) over signedBytes.
+	Key string `json:"key,omitempty"`
+	MAC string `json:"mac,omitempty"`
 }
+
+// signedBytes is what the MAC of a manifest found under dir (the stream's
+// <namespace>/<name>/<uid>/streams/<id>/) covers: all it holds and where
+// it belongs, so that it cannot be moved to another stream or session.
+func (m *Manifest) signedBytes(dir string) []byte {
+	data, _ := json.Marshal([]any{"clustergate.dev/recording-manifest/v1", dir, m.Stream, m.Protocol, m.EndTime.UnixNano(),
+		m.Chunks, m.CaptureLength, m.CaptureSHA256, m.InfoSHA256, m.Failed})
+	return data
+}
+
+// liveMark is what a recording's writer signs every liveInterval while the
+// stream runs: that it was writing the stream under dir at Time. A reader
+// tells a live recording, which has no manifest yet, from a finished one
+// whose manifest is missing by it.
+type liveMark struct {
+	Time time.Time `json:"time"`
+	Key  string    `json:"key"`
+	MAC  string    `json:"mac"`
+}
+
+func (l *liveMark) signedBytes(dir string) []byte {
+	data, _ := json.Marshal([]any{"clustergate.dev/recording-live/v1", dir, l.Time.UnixNano()})
+	return data
+}
+
+// liveInterval is how often a running recording's live mark is signed
+// again; a mark older than liveGrace belongs to a writer that stopped.
+const (
+	liveInterval = time.Minute
+	liveGrace    = 2*liveInterval + writeTimeout
+)
 
 // Keys of a session's objects: everything under
 // <namespace>/<name>/<uid>/, streams under streams/<id>/ and the request
@@ -111,6 +153,7 @@ func chunkKey(prefix string, n int) string { return fmt.Sprintf("%s%s%06d", pref
 const (
 	chunkPrefix    = "capture-"
 	infoObject     = "info.json"
+	liveObject     = "live.json"
 	manifestObject = "manifest.json"
 	requestsDir    = "requests"
 	streamsDir     = "streams"

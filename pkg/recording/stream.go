@@ -67,6 +67,8 @@ type Stream struct {
 	captureSum    hash.Cloner
 	checker       decoder
 	notUpgraded   bool
+	// infoSHA256 is the digest of the info.json written at open.
+	infoSHA256 string
 
 	wake, closing, done chan struct{}
 }
@@ -184,12 +186,17 @@ func (s *Stream) run() {
 	defer close(s.done)
 	ticker := s.recorder.cfg.Clock.NewTicker(s.recorder.cfg.FlushInterval)
 	defer ticker.Stop()
+	live := s.recorder.cfg.Clock.NewTicker(liveInterval)
+	defer live.Stop()
+	s.writeLive()
 	for {
 		select {
 		case <-s.wake:
 			s.writeChunk(false)
 		case <-ticker.C():
 			s.writeChunk(false)
+		case <-live.C():
+			s.writeLive()
 		case <-s.closing:
 			s.writeChunk(true)
 			s.finish()
@@ -266,12 +273,31 @@ func (s *Stream) writeChunk(last bool) {
 	}
 }
 
+// writeLive signs that the recording is live now, so that a reader serves
+// it without a manifest while it runs; a stream idle for hours stays
+// live. Without keys there is nothing to sign.
+func (s *Stream) writeLive() {
+	r := s.recorder
+	if r.cfg.Keys == nil {
+		return
+	}
+	mark := liveMark{Time: r.cfg.Clock.Now()}
+	mark.Key, mark.MAC = r.cfg.Keys.sign(mark.signedBytes(s.prefix))
+	data, _ := json.Marshal(mark)
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := r.cfg.Store.Put(ctx, s.prefix+liveObject, data); err != nil {
+		writeFailures.Inc()
+		klog.ErrorS(err, "Recording's live mark not written", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream)
+	}
+}
+
 // finish writes the manifest: the length and digest of the chunks as
-// written, and how the recording ended.
+// written, and of the info, how the recording ended, signed.
 func (s *Stream) finish() {
 	r := s.recorder
 	m := Manifest{Stream: s.info.Stream, Protocol: s.checker.Protocol(), EndTime: r.cfg.Clock.Now(),
-		Chunks: s.chunks, CaptureLength: s.captureLength, CaptureSHA256: hex.EncodeToString(s.captureSum.Sum(nil))}
+		Chunks: s.chunks, CaptureLength: s.captureLength, CaptureSHA256: hex.EncodeToString(s.captureSum.Sum(nil)), InfoSHA256: s.infoSHA256}
 	if s.notUpgraded {
 		m.Failed = errNotUpgraded.Error()
 	}
@@ -280,6 +306,7 @@ func (s *Stream) finish() {
 		m.Failed = s.failed.Error()
 	}
 	s.mu.Unlock()
+	m.Key, m.MAC = r.cfg.Keys.sign(m.signedBytes(s.prefix))
 	data, _ := json.Marshal(m)
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()

@@ -201,14 +201,17 @@ func printHistory(out io.Writer, log []recording.Request) error {
 func newReplayCommand(g *globals) *cobra.Command {
 	var output string
 	var speed float64
+	var unverified bool
 	cmd := &cobra.Command{
-		Use:   "replay NAME STREAM [--speed N] [-o json]",
+		Use:   "replay NAME STREAM [--speed N] [--unverified] [-o json]",
 		Short: "Play a recorded stream in the terminal with its recorded timing (-o json: the asciicast v2 file, for asciinema)",
 		Long: `Plays what the stream's target wrote, with the recorded pauses divided by --speed
 (0: no pauses). What the user typed is played too for streams without a terminal
 (kubectl exec -i), where nothing echoes it; with a terminal (-t) the echo shows it.
 Standard error is played as output, as a terminal shows it; how the command ended
-goes to standard error.`,
+goes to standard error. The server refuses a recording its writer does not vouch
+for (changed in the store, or finished without a valid signed manifest);
+--unverified plays it anyway, saying on standard error why it is not verified.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -217,7 +220,11 @@ goes to standard error.`,
 			if speed < 0 {
 				return fmt.Errorf("--speed may not be negative")
 			}
-			data, err := g.readRecordings(cmd.Context(), args[0], nil, "streams", args[1])
+			var params map[string]string
+			if unverified {
+				params = map[string]string{"unverified": "true"}
+			}
+			data, err := g.readRecordings(cmd.Context(), args[0], params, "streams", args[1])
 			if err != nil {
 				return err
 			}
@@ -229,6 +236,8 @@ goes to standard error.`,
 		},
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "How many times faster than recorded; 0 plays without pauses.")
+	cmd.Flags().BoolVar(&unverified, "unverified", false,
+		"Play a recording the server cannot verify (its header and standard error say why), e.g. one whose replica died before it finished.")
 	outputFlag(cmd, &output)
 	return cmd
 }
@@ -241,11 +250,15 @@ func replay(ctx context.Context, cast []byte, speed float64, out, errOut io.Writ
 		return fmt.Errorf("the recording is empty")
 	}
 	var header struct {
-		Version     int
-		Clustergate recording.StreamInfo
+		Version                 int
+		Clustergate             recording.StreamInfo
+		ClustergateVerification string
 	}
 	if err := json.Unmarshal(scanner.Bytes(), &header); err != nil || header.Version != 2 {
 		return fmt.Errorf("not an asciicast v2 recording")
+	}
+	if v := header.ClustergateVerification; v != "" && v != recording.Verified {
+		fmt.Fprintf(errOut, "Warning: this recording is %s\n", v)
 	}
 	last := 0.0
 	for scanner.Scan() {

@@ -230,14 +230,21 @@ func (o *Options) sessionPolicy() validation.SessionPolicy {
 	return policy
 }
 
+// certDirectory is where generated serving certificates go: certificates/
+// in --data-dir unless --cert-dir says otherwise.
+func (o *Options) certDirectory() string {
+	if dir := o.RecommendedOptions.SecureServing.ServerCert.CertDirectory; dir != "" && dir != "apiserver.local.config/certificates" {
+		return dir
+	}
+	return filepath.Join(o.DataDir, "certificates")
+}
+
 // Config builds the server configuration from the completed options,
 // generating a self-signed serving certificate in --data-dir unless one is
 // given.
 func (o *Options) Config() (*apiserver.Config, error) {
 	serving := o.RecommendedOptions.SecureServing
-	if serving.ServerCert.CertDirectory == "" || serving.ServerCert.CertDirectory == "apiserver.local.config/certificates" {
-		serving.ServerCert.CertDirectory = filepath.Join(o.DataDir, "certificates")
-	}
+	serving.ServerCert.CertDirectory = o.certDirectory()
 	// The aggregator dials an APIService's Service by its cluster DNS name.
 	service := "clustergate." + o.Server.Controllers.Session.Namespace + ".svc"
 	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", []string{service, service + ".cluster.local"},

@@ -153,6 +153,57 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateRecordingDir: a recording directory that would hold the
+// server's own data, or its manifest keys, is refused at start, and an S3
+// store needs the keys every replica shares.
+func TestValidateRecordingDir(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{name: "the default, recordings/ in --data-dir"},
+		{name: "a directory of its own", flags: []string{"--recording-dir=" + filepath.Join(dir, "recordings")}},
+		{name: "--data-dir itself", flags: []string{"--recording-dir=" + data}, want: "is or contains --data-dir"},
+		{name: "--data-dir with a trailing slash", flags: []string{"--recording-dir=" + data + "/"}, want: "is or contains --data-dir"},
+		{name: "--data-dir through a symbolic link", flags: []string{"--recording-dir=" + filepath.Join(dir, "link")}, want: "is or contains --data-dir"},
+		{name: "a directory that contains --data-dir", flags: []string{"--recording-dir=" + dir}, want: "is or contains --data-dir"},
+		{name: "the embedded etcd's directory", flags: []string{"--recording-dir=" + filepath.Join(data, "etcd")}, want: "holds the embedded etcd's directory"},
+		{name: "inside the embedded etcd's directory", flags: []string{"--recording-dir=" + filepath.Join(dir, "link", "etcd", "member")},
+			want: "holds the embedded etcd's directory"},
+		{name: "the manifest key inside", flags: []string{"--recording-dir=" + filepath.Join(dir, "recordings"),
+			"--recording-manifest-key-file=" + filepath.Join(dir, "recordings", "keys")}, want: "holds the manifest key"},
+		{name: "S3 without manifest keys", flags: []string{"--recording-s3-endpoint=http://127.0.0.1:9000", "--recording-s3-bucket=b"},
+			want: "--recording-manifest-key-file is required with --recording-s3-endpoint"},
+		{name: "S3 with manifest keys", flags: []string{"--recording-s3-endpoint=http://127.0.0.1:9000", "--recording-s3-bucket=b",
+			"--recording-manifest-key-file=" + filepath.Join(dir, "keys")}},
+		{name: "off", flags: []string{"--recording=off", "--recording-dir=" + data}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := parsedOptions(t, append([]string{"--etcd-servers=http://127.0.0.1:1", "--data-dir=" + data}, tt.flags...)...)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error = %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestPolicyIssuers: the sessions' policies match the issuer and claim the
 // data plane maps owners from.
 func TestPolicyIssuers(t *testing.T) {

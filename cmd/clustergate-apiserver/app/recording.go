@@ -4,9 +4,12 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	cliflag "k8s.io/component-base/cli/flag"
@@ -38,7 +41,16 @@ func (o *Options) addRecordingFlags(fss *cliflag.NamedFlagSets) {
 		"How long recordings and request logs are kept after a session's last one was written; 0 keeps them.")
 	fs.DurationVar(&r.FlushInterval, "recording-flush-interval", r.FlushInterval,
 		"How often a growing recording or request log is written: what a replica that dies may lose.")
+	fs.StringSliceVar(&r.ManifestKeyFiles, "recording-manifest-key-file", r.ManifestKeyFiles,
+		"Files of the keys that sign and verify the recordings' manifests (HMAC-SHA256), e.g. a mounted Secret: one key a line, "+
+			"an id and the base64 of at least 32 random bytes. The first key signs, every key verifies: rotate by putting a new key first, "+
+			"and remove the old one after --recording-retention. Required with --recording-s3-endpoint, where every replica must verify "+
+			"what the others signed (default: a key generated once in --data-dir, "+manifestKeyFile+").")
 }
+
+// manifestKeyFile is the key generated in --data-dir without
+// --recording-manifest-key-file.
+const manifestKeyFile = "recording-manifest.key"
 
 // defaultRecording sets the defaults of the recording flags.
 func (o *Options) defaultRecording() {
@@ -46,10 +58,15 @@ func (o *Options) defaultRecording() {
 	r.Policy, r.Retention, r.FlushInterval = recording.PolicyBestEffort, 90*24*time.Hour, recording.DefaultFlushInterval
 }
 
-// completeRecording puts the recordings under --data-dir unless told.
+// completeRecording puts the recordings under --data-dir unless told, and
+// the manifest key of a local store there when none is given.
 func (o *Options) completeRecording() {
-	if o.Server.Recording.Dir == "" {
-		o.Server.Recording.Dir = filepath.Join(o.DataDir, "recordings")
+	r := &o.Server.Recording
+	if r.Dir == "" {
+		r.Dir = filepath.Join(o.DataDir, "recordings")
+	}
+	if len(r.ManifestKeyFiles) == 0 && r.S3.Endpoint == "" {
+		r.GeneratedManifestKeyFile = filepath.Join(o.DataDir, manifestKeyFile)
 	}
 }
 
@@ -63,8 +80,88 @@ func (o *Options) validateRecording() []error {
 	if r.Retention < 0 || r.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--recording-retention may not be negative and --recording-flush-interval must be positive"))
 	}
-	if r.S3.Endpoint != "" && r.Policy != recording.PolicyOff {
+	if r.Policy == recording.PolicyOff {
+		return errs
+	}
+	if r.S3.Endpoint != "" {
 		errs = append(errs, r.S3.Validate()...)
+		if len(r.ManifestKeyFiles) == 0 {
+			errs = append(errs, fmt.Errorf("--recording-manifest-key-file is required with --recording-s3-endpoint: "+
+				"every replica must verify the recordings the others signed, with the same keys"))
+		}
+		return errs
+	}
+	return append(errs, o.validateRecordingDir()...)
+}
+
+// validateRecordingDir refuses a --recording-dir that holds what the
+// server keeps elsewhere: --data-dir (it, or a directory that contains
+// it), the embedded etcd's and the serving certificates' directories in
+// it, and the manifest keys, which a store writer must not read. Its
+// default, recordings/ in --data-dir, holds none of them. Symbolic links
+// are followed.
+func (o *Options) validateRecordingDir() []error {
+	r := o.Server.Recording
+	if r.Dir == "" || o.DataDir == "" {
+		// Not completed, or no --data-dir to keep apart from.
+		return nil
+	}
+	dir, err := resolvedPath(r.Dir)
+	if err != nil {
+		return []error{fmt.Errorf("--recording-dir %q: %w", r.Dir, err)}
+	}
+	data, err := resolvedPath(o.DataDir)
+	if err != nil {
+		return []error{fmt.Errorf("--data-dir %q: %w", o.DataDir, err)}
+	}
+	var errs []error
+	if within(data, dir) {
+		errs = append(errs, fmt.Errorf("--recording-dir %q is or contains --data-dir %q: its retention would sweep the server's own data", r.Dir, o.DataDir))
+	}
+	own := map[string]string{"the embedded etcd's directory": filepath.Join(o.DataDir, "etcd"),
+		"the serving certificates' directory": o.certDirectory()}
+	for _, f := range append(r.ManifestKeyFiles, r.GeneratedManifestKeyFile) {
+		if f != "" {
+			own["the manifest key "+f] = f
+		}
+	}
+	for what, p := range own {
+		resolved, err := resolvedPath(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+			continue
+		}
+		if within(resolved, dir) || within(dir, resolved) {
+			errs = append(errs, fmt.Errorf("--recording-dir %q holds %s or lies in it", r.Dir, what))
+		}
 	}
 	return errs
+}
+
+// resolvedPath is the absolute path of p with the symbolic links of the
+// part that exists followed: a directory to be created is resolved through
+// its existing parents.
+func resolvedPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		resolved, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			return filepath.Join(resolved, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
+
+// within says whether p is dir or lies inside it; both are clean and
+// absolute.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
@@ -33,6 +34,12 @@ import (
 //	GET .../sessions/NAME/recordings                  the streams (JSON)
 //	GET .../sessions/NAME/recordings/requests         the request log (JSON, streamed; limit and continue page it)
 //	GET .../sessions/NAME/recordings/streams/STREAM   one stream (asciicast v2)
+//
+// A stream is served only when its writer vouches for it (a signed
+// manifest that describes it, or a recent live mark, see
+// recording.Reader.OpenCast), unless the request asks for it with
+// ?unverified=true: then the answer carries a Warning and the asciicast's
+// header says why it is not verified.
 type RecordingsREST struct {
 	// reader is nil when the server records nothing.
 	reader *recording.Reader
@@ -91,24 +98,7 @@ func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.
 	case path == "requests":
 		return r.requestLog(namespace, name, responder), nil
 	case len(parts) == 2 && parts[0] == "streams":
-		cast, err := r.reader.OpenCast(ctx, namespace, name, parts[1])
-		if errors.Is(err, recording.ErrNoStream) {
-			return nil, notFound
-		}
-		if err != nil {
-			return nil, apierrors.NewInternalError(fmt.Errorf("reading the recording: %w", err))
-		}
-		// The asciicast is written as it is built, so that a long
-		// recording never sits in the server's memory whole.
-		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			w.Header().Set("Content-Type", CastContentType)
-			if err := cast.Write(req.Context(), w); err != nil {
-				klog.ErrorS(err, "Recording not read to its end", "session", klog.KRef(namespace, name), "stream", parts[1])
-				// Abort the response: the client must not take what it
-				// got for the whole recording.
-				panic(http.ErrAbortHandler)
-			}
-		}), nil
+		return r.cast(namespace, name, parts[1], notFound, responder), nil
 	default:
 		return nil, notFound
 	}
@@ -123,6 +113,48 @@ func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(data)
 	}), nil
+}
+
+// UnverifiedParameter is the query parameter that asks for a recorded
+// stream that cannot be verified.
+const UnverifiedParameter = "unverified"
+
+// cast returns the handler that writes a recorded stream as asciicast.
+// Whether unverified is asked for is read from the request's query, which
+// the subresource's options do not carry.
+func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, responder rest.Responder) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		unverified := req.URL.Query().Get(UnverifiedParameter) == "true"
+		cast, err := r.reader.OpenCast(req.Context(), namespace, name, stream, unverified)
+		switch {
+		case errors.Is(err, recording.ErrNoStream):
+			responder.Error(notFound)
+			return
+		case errors.Is(err, recording.ErrNotAsWritten):
+			// Conflict: what is stored conflicts with what its writer
+			// vouched for; nothing the caller may or may not do, and
+			// nothing a retry changes.
+			responder.Error(apierrors.NewConflict(clustergate.Resource("sessions/recordings"), name+"/streams/"+stream,
+				fmt.Errorf("%w; read it anyway with ?%s=true (kubectl session replay --unverified)", err, UnverifiedParameter)))
+			return
+		case err != nil:
+			responder.Error(apierrors.NewInternalError(fmt.Errorf("reading the recording: %w", err)))
+			return
+		}
+		w.Header().Set("Content-Type", CastContentType)
+		if v := cast.Verification(); v != recording.Verified {
+			klog.InfoS("Recording read although not verified", "session", klog.KRef(namespace, name), "stream", stream, "verification", v)
+			warning.AddWarning(req.Context(), "", "recording "+stream+" is "+v)
+		}
+		// The asciicast is written as it is built, so that a long
+		// recording never sits in the server's memory whole.
+		if err := cast.Write(req.Context(), w); err != nil {
+			klog.ErrorS(err, "Recording not read to its end", "session", klog.KRef(namespace, name), "stream", stream)
+			// Abort the response: the client must not take what it got
+			// for the whole recording.
+			panic(http.ErrAbortHandler)
+		}
+	})
 }
 
 // list wraps items as a list of kind, in the API's group and version.

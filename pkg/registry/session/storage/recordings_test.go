@@ -29,11 +29,18 @@ import (
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
-// statusResponder writes refusals as the API server does: a Status.
-type statusResponder struct{ w http.ResponseWriter }
+// statusResponder keeps the error it is given and writes it as the API
+// server's responder does: a JSON Status, an internal error for one that
+// is not a Status.
+type statusResponder struct {
+	err error
+	w   http.ResponseWriter
+}
 
-func (r statusResponder) Object(int, apiruntime.Object) {}
-func (r statusResponder) Error(err error) {
+func (r *statusResponder) Object(int, apiruntime.Object) {}
+
+func (r *statusResponder) Error(err error) {
+	r.err = err
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		status = apierrors.NewInternalError(err)
@@ -56,9 +63,9 @@ func requestLogServer(t testing.TB, dir string) *httptest.Server {
 	rest := &RecordingsREST{reader: &recording.Reader{Store: local}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ctx := genericapirequest.WithNamespace(req.Context(), "sre")
-		h, err := rest.Connect(ctx, "fix", &clustergate.SessionProxyOptions{Path: "requests"}, statusResponder{w})
+		h, err := rest.Connect(ctx, "fix", &clustergate.SessionProxyOptions{Path: "requests"}, &statusResponder{w: w})
 		if err != nil {
-			statusResponder{w}.Error(err)
+			(&statusResponder{w: w}).Error(err)
 			return
 		}
 		h.ServeHTTP(w, req)
@@ -256,7 +263,7 @@ func BenchmarkRequestLogRead(b *testing.B) {
 				base := m.HeapAlloc
 				w := &heapWatcher{header: http.Header{}}
 				for next, pages := "", 0; pages == 0 || next != ""; pages++ {
-					h, err := rest.Connect(ctx, "fix", &clustergate.SessionProxyOptions{Path: "requests"}, statusResponder{w})
+					h, err := rest.Connect(ctx, "fix", &clustergate.SessionProxyOptions{Path: "requests"}, &statusResponder{w: w})
 					if err != nil {
 						b.Fatal(err)
 					}
