@@ -109,7 +109,7 @@ func (b *lockedBuffer) String() string {
 }
 
 // recordingProxy serves the registry with refusals written as Status.
-func recordingProxy(t *testing.T, rec *recording.Recorder, tgt Target) string {
+func recordingProxy(t testing.TB, rec *recording.Recorder, tgt Target) string {
 	t.Helper()
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	r.RecordWith(rec)
