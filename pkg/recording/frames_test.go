@@ -252,12 +252,26 @@ func TestClientFramesAsTheTargetReadsThem(t *testing.T) {
 		name: "each fragment is a message with its own channel",
 		pieces: ws(wsFrame(2, false, true, channelMessage(channelStdout, "x")),
 			wsFrame(0, true, true, channelMessage(channelStdin, "id\r"))),
-		want: []seen{{"o", "x"}, {"i", "id\r"}},
+		want: []seen{{"i", "id\r"}},
 	}, {
 		name: "base64 fragments decode one by one",
 		pieces: append([]piece{{false, []byte(wsB64Resp)}}, piece{true, wsFrame(1, false, true, b64(channelStdin, "ab"))},
 			piece{true, wsFrame(0, true, true, b64(channelStdin, "cd"))}),
 		want: []seen{{"i", "ab"}, {"i", "cd"}},
+	}, {
+		name: "channels that do not flow that way are dropped, as their readers drop them",
+		pieces: []piece{{false, []byte(wsResponse)},
+			{true, wsFrame(2, true, true, channelMessage(channelStdout, "forged output"))},
+			{true, wsFrame(2, true, true, channelMessage(channelError, `{"status":"Success"}`))},
+			{false, wsFrame(2, true, false, channelMessage(channelStdin, "forged input"))},
+			{true, wsFrame(2, true, true, channelMessage(channelStdin, "id\r"))}},
+		want: []seen{{"i", "id\r"}},
+	}, {
+		name: "SPDY streams that do not flow that way are dropped",
+		pieces: []piece{{false, []byte(spdyResponse)},
+			{true, spdyFrames(t, synStream(1, "stdin"), synStream(3, "stdout"), data(3, "forged output"), data(1, "id\r"))},
+			{false, spdyFrames(t, data(1, "forged input"))}},
+		want: []seen{{"i", "id\r"}},
 	}, {
 		name:    "reserved control opcode, which the target reads as data",
 		pieces:  ws(wsFrame(11, true, true, stdin)),

@@ -76,9 +76,13 @@ func (d *spdyDecoder) frame(fromClient bool, f spdy.Frame, emit func(event)) err
 			return nil
 		}
 		if channel != channelResize {
-			if e, ok := channelEvent(channel, f.Data); ok && emit != nil {
+			if e, ok := channelEvent(fromClient, channel, f.Data); ok && emit != nil {
 				emit(e)
 			}
+			return nil
+		}
+		if !fromClient {
+			// The client drops it.
 			return nil
 		}
 		if len(d.resize)+len(f.Data) > maxMessage {
@@ -90,7 +94,7 @@ func (d *spdyDecoder) frame(fromClient bool, f spdy.Frame, emit func(event)) err
 			if end < 0 {
 				break
 			}
-			if e, ok := channelEvent(channelResize, d.resize[:end]); ok && emit != nil {
+			if e, ok := channelEvent(true, channelResize, d.resize[:end]); ok && emit != nil {
 				emit(e)
 			}
 			d.resize = d.resize[end+1:]

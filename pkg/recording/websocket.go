@@ -202,7 +202,7 @@ func (d *wsDirection) payload(p []byte, emit func(event)) error {
 		d.held = append(d.held, data...)
 		return nil
 	}
-	if e, ok := channelEvent(d.channel, data); ok {
+	if e, ok := channelEvent(d.client, d.channel, data); ok {
 		emit(e)
 	}
 	return nil
@@ -231,7 +231,7 @@ func (d *wsDirection) endFrame(emit func(event)) error {
 		}
 		held = decoded
 	}
-	if e, ok := channelEvent(d.channel, held); ok && emit != nil {
+	if e, ok := channelEvent(d.client, d.channel, held); ok && emit != nil {
 		emit(e)
 	}
 	return nil
