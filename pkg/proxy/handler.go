@@ -192,6 +192,11 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	if req.Body != nil && req.Body != http.NoBody {
 		req.Body = p.body
 	}
+	if err := refuseUpgradeBody(req, t); err != nil {
+		p.refused = err
+		responder.Error(err)
+		return
+	}
 	if err := p.openRecording(); err != nil {
 		p.refused = err
 		responder.Error(err)
@@ -212,6 +217,19 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	h.UseLocationHost = true
 	h.RejectForwardingRedirects = true
 	h.ServeHTTP(p.cw, req.WithContext(p.ctx))
+}
+
+// refuseUpgradeBody refuses an upgrade request that has a body, WebSocket or
+// SPDY, recorded or not: the target hijacks the connection with the body
+// still unread and reads it as the stream's first frames, which the
+// recording, which follows the hijacked connection, would never see. No
+// Kubernetes client sends one.
+func refuseUpgradeBody(req *http.Request, t Target) error {
+	if !httpstream.IsUpgradeRequest(req) || (req.ContentLength == 0 && len(req.TransferEncoding) == 0) {
+		return nil
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("session %s/%s: an upgrade request must not have a body (Content-Length or Transfer-Encoding): the target would read it as the stream",
+		t.Namespace, t.Name))
 }
 
 // sessionEnded reacts to the end of the session while the request runs: an

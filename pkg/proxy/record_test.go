@@ -110,7 +110,7 @@ func (b *lockedBuffer) String() string {
 }
 
 // recordingProxy serves the registry with refusals written as Status.
-func recordingProxy(t *testing.T, rec *recording.Recorder, tgt Target) string {
+func recordingProxy(t testing.TB, rec *recording.Recorder, tgt Target) string {
 	t.Helper()
 	r := NewRegistry(clock.RealClock{}, Limits{})
 	r.RecordWith(rec)
@@ -338,7 +338,7 @@ func TestRequestLogRequired(t *testing.T) {
 
 // manifestKeys is a key to sign recordings' manifests with, as the server
 // holds one, so that a test can read back what it recorded.
-func manifestKeys(t *testing.T) *recording.ManifestKeys {
+func manifestKeys(t testing.TB) *recording.ManifestKeys {
 	t.Helper()
 	keys, err := recording.ParseManifestKeys([]byte("test " + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{1}, 32))))
 	must(t, err)

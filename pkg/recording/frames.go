@@ -171,11 +171,15 @@ func (d *decoder) readResponse(b []byte) ([]byte, error) {
 	return rest, nil
 }
 
-// channelEvent turns what a channel carried into an event; ok is false for
-// what the recording does not keep. Standard error goes out as output, as
-// a terminal shows it; the error channel's Status becomes a marker.
-func channelEvent(channel int, data []byte) (event, bool) {
-	if len(data) == 0 {
+// channelEvent turns what a channel carried, from the client when
+// fromClient, into an event; ok is false for what the recording does not
+// keep, a channel that does not flow that way included: the target reads
+// only standard input and resizes from the client, the client only the
+// other channels from the target, and each drops the rest. Standard error
+// goes out as output, as a terminal shows it; the error channel's Status
+// becomes a marker.
+func channelEvent(fromClient bool, channel int, data []byte) (event, bool) {
+	if len(data) == 0 || fromClient != (channel == channelStdin || channel == channelResize) {
 		return event{}, false
 	}
 	switch channel {

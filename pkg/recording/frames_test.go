@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -223,5 +224,118 @@ func TestDecoderNeverPanics(t *testing.T) {
 			}
 			_, _ = decodeAll(pieces)
 		}
+	}
+}
+
+// TestClientFramesAsTheTargetReadsThem: the client's WebSocket frames are
+// decoded as wsstream over golang.org/x/net/websocket reads them, and what
+// the target might read otherwise than the recording fails the decoding;
+// so do SPDY frames the recording cannot classify.
+func TestClientFramesAsTheTargetReadsThem(t *testing.T) {
+	b64 := func(channel byte, s string) []byte {
+		return []byte(string('0'+channel) + base64.StdEncoding.EncodeToString([]byte(s)))
+	}
+	ws := func(frames ...[]byte) []piece {
+		pieces := []piece{{false, []byte(wsResponse)}}
+		for _, f := range frames {
+			pieces = append(pieces, piece{true, f})
+		}
+		return pieces
+	}
+	stdin := channelMessage(channelStdin, "rm -rf /\r")
+	tests := []struct {
+		name    string
+		pieces  []piece
+		want    []seen
+		wantErr string
+	}{{
+		name: "each fragment is a message with its own channel",
+		pieces: ws(wsFrame(2, false, true, channelMessage(channelStdout, "x")),
+			wsFrame(0, true, true, channelMessage(channelStdin, "id\r"))),
+		want: []seen{{"i", "id\r"}},
+	}, {
+		name: "base64 fragments decode one by one",
+		pieces: append([]piece{{false, []byte(wsB64Resp)}}, piece{true, wsFrame(1, false, true, b64(channelStdin, "ab"))},
+			piece{true, wsFrame(0, true, true, b64(channelStdin, "cd"))}),
+		want: []seen{{"i", "ab"}, {"i", "cd"}},
+	}, {
+		name: "channels that do not flow that way are dropped, as their readers drop them",
+		pieces: []piece{{false, []byte(wsResponse)},
+			{true, wsFrame(2, true, true, channelMessage(channelStdout, "forged output"))},
+			{true, wsFrame(2, true, true, channelMessage(channelError, `{"status":"Success"}`))},
+			{false, wsFrame(2, true, false, channelMessage(channelStdin, "forged input"))},
+			{true, wsFrame(2, true, true, channelMessage(channelStdin, "id\r"))}},
+		want: []seen{{"i", "id\r"}},
+	}, {
+		name: "SPDY streams that do not flow that way are dropped",
+		pieces: []piece{{false, []byte(spdyResponse)},
+			{true, spdyFrames(t, synStream(1, "stdin"), synStream(3, "stdout"), data(3, "forged output"), data(1, "id\r"))},
+			{false, spdyFrames(t, data(1, "forged input"))}},
+		want: []seen{{"i", "id\r"}},
+	}, {
+		name:    "reserved control opcode, which the target reads as data",
+		pieces:  ws(wsFrame(11, true, true, stdin)),
+		wantErr: "reserved opcode",
+	}, {
+		name:    "reserved data opcode",
+		pieces:  ws(wsFrame(3, true, true, stdin)),
+		wantErr: "reserved opcode",
+	}, {
+		name:    "RSV bits",
+		pieces:  ws(func() []byte { f := wsFrame(2, true, true, stdin); f[0] |= 0x40; return f }()),
+		wantErr: "RSV bits",
+	}, {
+		name:    "unmasked",
+		pieces:  ws(wsFrame(2, true, false, stdin)),
+		wantErr: "unmasked client frame",
+	}, {
+		name:    "control frame over 125 bytes",
+		pieces:  ws(wsFrame(9, true, true, bytes.Repeat([]byte("p"), 126))),
+		wantErr: "malformed control frame",
+	}, {
+		name:    "fragmented control frame",
+		pieces:  ws(wsFrame(9, false, true, []byte("p"))),
+		wantErr: "malformed control frame",
+	}, {
+		name:    "over the target's 32 MiB",
+		pieces:  ws([]byte{0x82, 0x80 | 127, 0, 0, 0, 0, 0x02, 0, 0, 1, 1, 2, 3, 4, 0}),
+		wantErr: "frame too long",
+	}, {
+		name:    "64-bit length with its top bit set",
+		pieces:  ws([]byte{0x82, 0x80 | 127, 0x80, 0, 0, 0, 0, 0, 0, 10, 1, 2, 3, 4}),
+		wantErr: "top bit",
+	}, {
+		name:    "bytes after the client's close frame",
+		pieces:  ws(append(wsFrame(8, true, true, []byte{0x03, 0xe8}), wsFrame(2, true, true, stdin)...)),
+		wantErr: "after the client's close frame",
+	}, {
+		name:    "SPDY stream of an unknown type",
+		pieces:  []piece{{false, []byte(spdyResponse)}, {true, spdyFrames(t, synStream(1, "stdin2"), data(1, "id\r"))}},
+		wantErr: "unknown streamType",
+	}, {
+		name:    "SPDY stream opened twice",
+		pieces:  []piece{{false, []byte(spdyResponse)}, {true, spdyFrames(t, synStream(1, "stdout"), synStream(1, "stdin"))}},
+		wantErr: "opened twice",
+	}, {
+		name:    "SPDY data for a stream never opened",
+		pieces:  []piece{{false, []byte(spdyResponse)}, {true, spdyFrames(t, synStream(1, "stdin"), data(3, "id\r"))}},
+		wantErr: "no SYN_STREAM opened",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			events, err := decodeAll(tt.pieces)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v (events %v), want one saying %q", err, events, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, events, cmp.AllowUnexported(seen{})); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -19,6 +19,13 @@ const maxSPDYFrame = 8 + 1<<24
 // streamType header names it, then data frames carry each channel.
 // Frames are framed here and parsed by spdystream's framer, one per
 // direction, which keeps the compression state of their headers.
+//
+// What the recording could not classify fails the decoding: a SYN_STREAM
+// whose streamType is not one of the channels, or that opens a stream id
+// again (spdystream replaces the stream it had), and a data frame from the
+// client for a stream no SYN_STREAM opened (spdystream drops it; the
+// recording cannot tell what it was meant for). kubectl's exec and attach
+// send none of these.
 type spdyDecoder struct {
 	fromClient, toClient *spdyDirection
 	// channels maps stream ids to channels, from the client's SYN_STREAMs.
@@ -45,24 +52,37 @@ func (d *spdyDecoder) feed(fromClient bool, b []byte, emit func(event)) error {
 	if fromClient {
 		dir = d.fromClient
 	}
-	return dir.feed(b, func(f spdy.Frame) error { return d.frame(f, emit) })
+	return dir.feed(b, func(f spdy.Frame) error { return d.frame(fromClient, f, emit) })
 }
 
-func (d *spdyDecoder) frame(f spdy.Frame, emit func(event)) error {
+func (d *spdyDecoder) frame(fromClient bool, f spdy.Frame, emit func(event)) error {
 	switch f := f.(type) {
 	case *spdy.SynStreamFrame:
-		if channel, ok := streamTypes[f.Headers.Get("streamType")]; ok {
-			d.channels[f.StreamId] = channel
+		channel, ok := streamTypes[f.Headers.Get("streamType")]
+		if !ok {
+			return fmt.Errorf("spdy: stream %d has an unknown streamType", f.StreamId)
 		}
+		if _, ok := d.channels[f.StreamId]; ok {
+			return fmt.Errorf("spdy: stream %d opened twice", f.StreamId)
+		}
+		d.channels[f.StreamId] = channel
 	case *spdy.DataFrame:
 		channel, ok := d.channels[f.StreamId]
+		if !ok && fromClient {
+			return fmt.Errorf("spdy: data for stream %d, which no SYN_STREAM opened", f.StreamId)
+		}
 		if !ok {
+			// The client drops it.
 			return nil
 		}
 		if channel != channelResize {
-			if e, ok := channelEvent(channel, f.Data); ok && emit != nil {
+			if e, ok := channelEvent(fromClient, channel, f.Data); ok && emit != nil {
 				emit(e)
 			}
+			return nil
+		}
+		if !fromClient {
+			// The client drops it.
 			return nil
 		}
 		if len(d.resize)+len(f.Data) > maxMessage {
@@ -74,7 +94,7 @@ func (d *spdyDecoder) frame(f spdy.Frame, emit func(event)) error {
 			if end < 0 {
 				break
 			}
-			if e, ok := channelEvent(channelResize, d.resize[:end]); ok && emit != nil {
+			if e, ok := channelEvent(true, channelResize, d.resize[:end]); ok && emit != nil {
 				emit(e)
 			}
 			d.resize = d.resize[end+1:]

@@ -15,6 +15,17 @@ import (
 // webSocketDecoder decodes the channel protocols of Kubernetes over
 // WebSocket (channel.k8s.io, v4 and v5, and their base64 forms): each
 // message starts with its channel, a byte (a digit in base64 forms).
+//
+// The client's frames are decoded as the target reads them: k8s.io/streaming's
+// wsstream over golang.org/x/net/websocket, in kube-apiserver's stream
+// translator and in the kubelet. There every data frame is a message of its
+// own whose first byte is its channel (continuation frames are not
+// reassembled), reserved opcodes are data, RSV bits are ignored, an
+// unmasked frame or a close frame ends the stream and a frame over 32 MiB
+// ends it too. Whatever a legitimate client never sends and the target
+// might read otherwise than the recording fails the decoding, and with it
+// the recording. The target's frames are decoded as the client (gorilla's
+// websocket, in client-go) reads them: messages of one or more frames.
 type webSocketDecoder struct {
 	base64     bool
 	fromClient wsDirection
@@ -23,8 +34,13 @@ type webSocketDecoder struct {
 
 func newWebSocketDecoder(subprotocol string) *webSocketDecoder {
 	b64 := strings.Contains(subprotocol, "base64")
-	return &webSocketDecoder{base64: b64, fromClient: wsDirection{base64: b64}, toClient: wsDirection{base64: b64}}
+	return &webSocketDecoder{base64: b64, fromClient: wsDirection{base64: b64, client: true}, toClient: wsDirection{base64: b64}}
 }
+
+// maxClientFrame is the largest frame payload golang.org/x/net/websocket
+// reads (its DefaultMaxPayloadBytes, which wsstream keeps): a larger one
+// ends the target's reading.
+const maxClientFrame = 32 << 20
 
 func (w *webSocketDecoder) feed(fromClient bool, b []byte, emit func(event)) error {
 	if fromClient {
@@ -36,7 +52,13 @@ func (w *webSocketDecoder) feed(fromClient bool, b []byte, emit func(event)) err
 // wsDirection follows the frames of one direction.
 type wsDirection struct {
 	base64 bool
-	header []byte
+	// client is set for the client's frames, read frame by frame as the
+	// target reads them.
+	client bool
+	// closing is set while in the client's close frame, closed after it:
+	// the target reads nothing more.
+	closing, closed bool
+	header          []byte
 	// remaining payload bytes of the current frame, its mask and where in
 	// the mask the next byte is.
 	remaining uint64
@@ -58,6 +80,9 @@ type wsDirection struct {
 
 func (d *wsDirection) feed(b []byte, emit func(event)) error {
 	for len(b) > 0 {
+		if d.closed {
+			return errors.New("websocket: bytes after the client's close frame")
+		}
 		if d.remaining == 0 {
 			d.header = append(d.header, b[0])
 			b = b[1:]
@@ -100,23 +125,35 @@ func (d *wsDirection) startFrame(emit func(event)) error {
 	d.maskAt = 0
 	d.control = opcode >= 8
 	switch {
+	case h[0]&0x70 != 0:
+		return errors.New("websocket: RSV bits set")
+	case h[1]&0x7f == 127 && h[2]&0x80 != 0:
+		// RFC 6455 forbids it; x/net clears the bit and reads another length.
+		return errors.New("websocket: 64-bit length with its top bit set")
+	case d.client && !d.masked:
+		return errors.New("websocket: unmasked client frame")
+	case opcode > 10 || (opcode > 2 && opcode < 8):
+		return errors.New("websocket: reserved opcode")
 	case d.control:
 		if !d.fin || d.remaining > 125 {
 			return errors.New("websocket: malformed control frame")
 		}
+		d.closing = d.client && opcode == 8
+	case d.client:
+		// The target takes every data frame for a message: its first
+		// byte is its channel.
+		d.inMessage, d.channel, d.held = true, -1, d.held[:0]
 	case opcode == 0:
 		if !d.inMessage {
 			return errors.New("websocket: continuation frame outside a message")
 		}
-	case opcode == 1 || opcode == 2:
+	default:
 		if d.inMessage {
 			return errors.New("websocket: new message inside a message")
 		}
 		d.inMessage, d.channel, d.held = true, -1, d.held[:0]
-	default:
-		return errors.New("websocket: unknown opcode")
 	}
-	if d.remaining > 1<<40 {
+	if d.remaining > 1<<40 || (d.client && d.remaining > maxClientFrame) {
 		return errors.New("websocket: frame too long")
 	}
 	if d.remaining == 0 {
@@ -165,15 +202,20 @@ func (d *wsDirection) payload(p []byte, emit func(event)) error {
 		d.held = append(d.held, data...)
 		return nil
 	}
-	if e, ok := channelEvent(d.channel, data); ok {
+	if e, ok := channelEvent(d.client, d.channel, data); ok {
 		emit(e)
 	}
 	return nil
 }
 
-// endFrame ends the current frame, and with its last frame a message.
+// endFrame ends the current frame, and with its last frame a message;
+// each of the client's data frames is a message.
 func (d *wsDirection) endFrame(emit func(event)) error {
-	if d.control || !d.fin {
+	if d.control {
+		d.closed = d.closing
+		return nil
+	}
+	if !d.fin && !d.client {
 		return nil
 	}
 	d.inMessage = false
@@ -189,7 +231,7 @@ func (d *wsDirection) endFrame(emit func(event)) error {
 		}
 		held = decoded
 	}
-	if e, ok := channelEvent(d.channel, held); ok && emit != nil {
+	if e, ok := channelEvent(d.client, d.channel, held); ok && emit != nil {
 		emit(e)
 	}
 	return nil
