@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,6 +44,14 @@ func (g *globals) readRecordings(ctx context.Context, name string, path ...strin
 	return body, nil
 }
 
+// escapedHelp says how the tables of recordings and history show what the
+// session's owner chose.
+const escapedHelp = `Paths, queries, pods, containers and commands are the session owner's to choose:
+the table shows each as kubectl shows a cell, cut at a line break with "...", ESC
+as ^[, a carriage return as \r and other control characters in caret notation
+(^H, ^I, ^[[ for a C1 CSI), so that none can add, move or erase rows. -o json
+shows them as recorded.`
+
 // outputFlag adds -o, which takes json or nothing (a table).
 func outputFlag(cmd *cobra.Command, output *string) {
 	cmd.Flags().StringVarP(output, "output", "o", "", "json, or empty for a table.")
@@ -62,7 +69,10 @@ func newRecordingsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recordings NAME [-o json]",
 		Short: "List the recorded exec and attach streams of a session, also of one deleted (needs get on sessions/recordings)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Lists the recorded exec and attach streams of a session, also of one deleted.
+
+` + escapedHelp,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
@@ -79,16 +89,16 @@ func newRecordingsCommand(g *globals) *cobra.Command {
 			if err := json.Unmarshal(data, &list); err != nil {
 				return err
 			}
-			return printStreams(g.streams.Out, list.Items)
+			return printStreams(g.streams.Out, g.streams.ErrOut, list.Items)
 		},
 	}
 	outputFlag(cmd, &output)
 	return cmd
 }
 
-func printStreams(out io.Writer, streams []recording.StreamSummary) error {
-	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "STREAM\tKIND\tPOD\tCONTAINER\tCOMMAND\tWAY\tSTARTED\tDURATION\tBYTES\tSTATE")
+// printStreams prints a table of recorded streams.
+func printStreams(out, errOut io.Writer, streams []recording.StreamSummary) error {
+	rows := make([][]any, 0, len(streams))
 	for _, s := range streams {
 		duration, state := "-", "recording or cut off"
 		if m := s.Manifest; m != nil {
@@ -97,10 +107,26 @@ func printStreams(out io.Writer, streams []recording.StreamSummary) error {
 				state = "incomplete: " + m.Failed
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Stream, s.Subresource, s.PodNamespace, s.Pod, orNone(s.Container),
-			orNone(strings.Join(s.Command, " ")), s.Way, s.StartTime.UTC().Format(time.RFC3339), duration, s.Bytes, state)
+		rows = append(rows, []any{s.Stream, s.Subresource, s.PodNamespace + "/" + s.Pod, orNone(s.Container),
+			orNone(strings.Join(s.Command, " ")), s.Way, s.StartTime.UTC().Format(time.RFC3339), duration, s.Bytes, state})
 	}
-	return w.Flush()
+	return printRows(out, errOut, "recorded streams",
+		[]string{"Stream", "Kind", "Pod", "Container", "Command", "Way", "Started", "Duration", "Bytes", "State"}, rows)
+}
+
+// printRequests prints a table of a request log.
+func printRequests(out, errOut io.Writer, requests []recording.Request) error {
+	rows := make([][]any, 0, len(requests))
+	for _, r := range requests {
+		path := r.Path
+		if r.Query != "" {
+			path += "?" + r.Query
+		}
+		rows = append(rows, []any{r.Time.UTC().Format(time.RFC3339), r.Way, r.Method, path, r.Status,
+			r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream)})
+	}
+	return printRows(out, errOut, "requests",
+		[]string{"Time", "Way", "Method", "Path", "Status", "In", "Out", "Duration", "Stream"}, rows)
 }
 
 func orNone(s string) string {
@@ -115,7 +141,10 @@ func newHistoryCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history NAME [-o json]",
 		Short: "Show the request log of a session, every request through it from either way in (needs get on sessions/recordings)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Shows the request log of a session, every request through it from either way in.
+
+` + escapedHelp,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
@@ -132,17 +161,7 @@ func newHistoryCommand(g *globals) *cobra.Command {
 			if err := json.Unmarshal(data, &log); err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(g.streams.Out, 0, 8, 2, ' ', 0)
-			fmt.Fprintln(w, "TIME\tWAY\tMETHOD\tPATH\tSTATUS\tIN\tOUT\tDURATION\tSTREAM")
-			for _, r := range log.Items {
-				path := r.Path
-				if r.Query != "" {
-					path += "?" + r.Query
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339), r.Way, r.Method, path, r.Status,
-					r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream))
-			}
-			return w.Flush()
+			return printRequests(g.streams.Out, g.streams.ErrOut, log.Items)
 		},
 	}
 	outputFlag(cmd, &output)
