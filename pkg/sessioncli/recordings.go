@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -171,14 +172,25 @@ func newHistoryCommand(g *globals) *cobra.Command {
 func newReplayCommand(g *globals) *cobra.Command {
 	var output string
 	var speed float64
+	var raw bool
 	cmd := &cobra.Command{
-		Use:   "replay NAME STREAM [--speed N] [-o json]",
+		Use:   "replay NAME STREAM [--speed N] [--raw] [-o json]",
 		Short: "Play a recorded stream in the terminal with its recorded timing (-o json: the asciicast v2 file, for asciinema)",
 		Long: `Plays what the stream's target wrote, with the recorded pauses divided by --speed
 (0: no pauses). What the user typed is played too for streams without a terminal
 (kubectl exec -i), where nothing echoes it; with a terminal (-t) the echo shows it.
 Standard error is played as output, as a terminal shows it; how the command ended
-goes to standard error.`,
+goes to standard error.
+
+What was recorded is the owner's to choose: the replay draws what the owner's
+terminal drew (text, colours, cursor movement, erasing, scrolling, the alternate
+screen) but leaves out the control sequences that would act on your terminal
+instead: every OSC (clipboard, title, hyperlinks, notifications), DCS, APC, PM
+and SOS string (sixel images included), requests for reports (device status and
+attributes, modes, window size), window operations, mouse and focus reporting,
+keyboard modes, the answerback (ENQ), their 8-bit C1 forms, and anything
+malformed. Standard error says how many were left out. --raw plays every byte as
+recorded; -o json is the recording itself, unchanged.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -195,15 +207,25 @@ goes to standard error.`,
 				_, err := g.streams.Out.Write(data)
 				return err
 			}
-			return replay(cmd.Context(), data, speed, g.streams.Out, g.streams.ErrOut)
+			if raw {
+				return replay(cmd.Context(), data, speed, g.streams.Out, g.streams.ErrOut)
+			}
+			filter := newTermFilter(g.streams.Out)
+			err = errors.Join(replay(cmd.Context(), data, speed, filter, g.streams.ErrOut), filter.Close())
+			if n := filter.Dropped(); n > 0 {
+				fmt.Fprintf(g.streams.ErrOut, "[%d control sequences that act on the terminal rather than draw left out; --raw plays them]\n", n)
+			}
+			return err
 		},
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "How many times faster than recorded; 0 plays without pauses.")
+	cmd.Flags().BoolVar(&raw, "raw", false, "Play every byte as recorded, control sequences that act on your terminal included.")
 	outputFlag(cmd, &output)
 	return cmd
 }
 
-// replay plays an asciicast v2 recording.
+// replay plays an asciicast v2 recording: output (and input without a
+// terminal) to out, how the command ended to errOut, escaped.
 func replay(ctx context.Context, cast []byte, speed float64, out, errOut io.Writer) error {
 	scanner := bufio.NewScanner(bytes.NewReader(cast))
 	scanner.Buffer(nil, 16<<20)
@@ -240,7 +262,7 @@ func replay(ctx context.Context, cast []byte, speed float64, out, errOut io.Writ
 				return err
 			}
 		case kind == "m":
-			fmt.Fprintf(errOut, "[%s]\n", data)
+			fmt.Fprintf(errOut, "[%s]\n", escapeLine(data))
 		}
 	}
 	return scanner.Err()

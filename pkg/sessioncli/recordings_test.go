@@ -109,3 +109,45 @@ func TestRecordingTables(t *testing.T) {
 		})
 	}
 }
+
+// TestReplay plays a recording whose program wrote a clipboard write and a
+// status request, cut across events, and whose end message holds a title
+// and a line break: the replay draws what the owner saw and says what it
+// left out; --raw plays every byte; -o json is the recording itself.
+func TestReplay(t *testing.T) {
+	a := newFakeAPI(t)
+	header := mustJSON(t, map[string]any{"version": 2, "width": 80, "height": 24, "clustergate": recording.StreamInfo{Stream: "s1", TTY: true}})
+	var cast strings.Builder
+	cast.WriteString(header + "\n")
+	events := [][3]any{
+		{0.1, "o", "\x1b]52;c;"}, {0.2, "o", "ZXZpbA==\x07ok \x1b[1"}, {0.3, "o", "mbold\x1b[0m\r\n"},
+		{0.4, "i", "typed"}, {0.5, "o", "\x1b[6n\u009b1;1H"}, {0.6, "m", "exit: \x1b]0;x\x07\nforged"},
+	}
+	for _, e := range events {
+		cast.WriteString(mustJSON(t, e) + "\n")
+	}
+	recorded := map[string]string{"streams/s1": cast.String()}
+	const shown = "\x1b]52;c;ZXZpbA==\x07ok \x1b[1mbold\x1b[0m\r\n\x1b[6n\u009b1;1H"
+	const ended = "[exit: ^[]0;x^G\\nforged]\n"
+	tests := []struct {
+		name             string
+		args             []string
+		want, wantErrOut string
+	}{
+		{name: "filtered", want: "ok \x1b[1mbold\x1b[0m\r\n\x1b[1;1H",
+			wantErrOut: ended + "[2 control sequences that act on the terminal rather than draw left out; --raw plays them]\n"},
+		{name: "raw", args: []string{"--raw"}, want: shown, wantErrOut: ended},
+		{name: "json", args: []string{"-o", "json"}, want: cast.String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, err := a.runCommand(t, recorded, append([]string{"replay", "fix", "s1", "--speed", "0"}, tt.args...)...)
+			if err != nil {
+				t.Fatalf("%v (%s)", err, errOut)
+			}
+			if out != tt.want || errOut != tt.wantErrOut {
+				t.Errorf("output %q, error output %q; want %q, %q", out, errOut, tt.want, tt.wantErrOut)
+			}
+		})
+	}
+}

@@ -79,3 +79,9 @@ func escapeControls(s string) string {
 	}
 	return b.String()
 }
+
+// escapeLine escapes text printed as one line of its own: every control,
+// line breaks included, is shown rather than acted on.
+func escapeLine(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\f", `\f`).Replace(printers.EscapeTerminal(escapeControls(s)))
+}
