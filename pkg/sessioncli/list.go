@@ -165,5 +165,7 @@ func (g *globals) printTable(ctx context.Context, q listQuery, printer printers.
 		_, err := fmt.Fprintf(g.streams.ErrOut, "No %s found.\n", q.resource)
 		return err
 	}
+	// Reasons are anyone's text: escaped as kubectl does, and more.
+	escapeCells(table)
 	return printer.PrintObj(table, g.streams.Out)
 }

@@ -30,11 +30,12 @@ type listedSession struct {
 }
 
 // listed are the sessions of the fake API server: two in demo, the
-// kubeconfig's namespace, and one in sre.
+// kubeconfig's namespace, and one in sre, whose reason would overwrite its
+// row with backspaces, a tab and a C1 CSI, were they not escaped.
 var listed = []listedSession{
 	{namespace: "demo", name: "fix", owner: "alice", target: "shoot/local", group: "admin", reason: "INC-4711", approval: "Approved by bob"},
 	{namespace: "demo", name: "look", owner: "bob", target: "cluster/mc-1", group: "viewer"},
-	{namespace: "sre", name: "audit", owner: "carol", target: "shoot/local", group: "viewer", reason: "audit", approval: "Pending", pending: "Open"},
+	{namespace: "sre", name: "audit", owner: "carol", target: "shoot/local", group: "viewer", reason: "audit\b\b\b\b\bfine\t\u009b2K", approval: "Pending", pending: "Open"},
 }
 
 // listedIn are the listed sessions in namespace, of every namespace for "".
@@ -143,7 +144,7 @@ look   bob     cluster/mc-1   viewer   59m   True   demo
 `},
 		{name: "waiting for an approver, of every namespace", args: []string{"--pending", "-A", "-o", "wide"}, want: "" +
 			"NAMESPACE   NAME    OWNER   TARGET        ACCESS   EXPIRES   READY   EXPIRES-AT             APPROVAL   REASON\n" +
-			"sre         audit   carol   shoot/local   viewer   59m       True    2026-11-30T11:00:00Z   Pending    audit\n"},
+			"sre         audit   carol   shoot/local   viewer   59m       True    2026-11-30T11:00:00Z   Pending    audit^H^H^H^H^Hfine^I^[[2K\n"},
 		{name: "none waiting", args: []string{"--pending"}, wantErrOut: "No sessions found.\n"},
 		{name: "no sessions", args: []string{"-n", "empty"}, wantErrOut: "No sessions found.\n"},
 		{name: "json", args: []string{"-o", "json"}},

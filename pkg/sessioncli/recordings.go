@@ -8,12 +8,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -54,6 +54,14 @@ func (g *globals) readRecordings(ctx context.Context, name string, params map[st
 	return body, nil
 }
 
+// escapedHelp says how the tables of recordings and history show what the
+// session's owner chose.
+const escapedHelp = `Paths, queries, pods, containers and commands are the session owner's to choose:
+the table shows each as kubectl shows a cell, cut at a line break with "...", ESC
+as ^[, a carriage return as \r and other control characters in caret notation
+(^H, ^I, ^[[ for a C1 CSI), so that none can add, move or erase rows. -o json
+shows them as recorded.`
+
 // outputFlag adds -o, which takes json or nothing (a table).
 func outputFlag(cmd *cobra.Command, output *string) {
 	cmd.Flags().StringVarP(output, "output", "o", "", "json, or empty for a table.")
@@ -71,7 +79,10 @@ func newRecordingsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recordings NAME [-o json]",
 		Short: "List the recorded exec and attach streams of a session, also of one deleted (needs get on sessions/recordings)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Lists the recorded exec and attach streams of a session, also of one deleted.
+
+` + escapedHelp,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
@@ -88,16 +99,16 @@ func newRecordingsCommand(g *globals) *cobra.Command {
 			if err := json.Unmarshal(data, &list); err != nil {
 				return err
 			}
-			return printStreams(g.streams.Out, list.Items)
+			return printStreams(g.streams.Out, g.streams.ErrOut, list.Items)
 		},
 	}
 	outputFlag(cmd, &output)
 	return cmd
 }
 
-func printStreams(out io.Writer, streams []recording.StreamSummary) error {
-	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "STREAM\tKIND\tPOD\tCONTAINER\tCOMMAND\tWAY\tSTARTED\tDURATION\tBYTES\tSTATE")
+// printStreams prints a table of recorded streams.
+func printStreams(out, errOut io.Writer, streams []recording.StreamSummary) error {
+	rows := make([][]any, 0, len(streams))
 	for _, s := range streams {
 		duration, state := "-", "recording or cut off"
 		if m := s.Manifest; m != nil {
@@ -106,10 +117,33 @@ func printStreams(out io.Writer, streams []recording.StreamSummary) error {
 				state = "incomplete: " + m.Failed
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", s.Stream, s.Subresource, s.PodNamespace, s.Pod, orNone(s.Container),
-			orNone(strings.Join(s.Command, " ")), s.Way, s.StartTime.UTC().Format(time.RFC3339), duration, s.Bytes, state)
+		rows = append(rows, []any{s.Stream, s.Subresource, s.PodNamespace + "/" + s.Pod, orNone(s.Container),
+			orNone(strings.Join(s.Command, " ")), s.Way, s.StartTime.UTC().Format(time.RFC3339), duration, s.Bytes, state})
 	}
-	return w.Flush()
+	return printRows(out, errOut, "recorded streams",
+		[]string{"Stream", "Kind", "Pod", "Container", "Command", "Way", "Started", "Duration", "Bytes", "State"}, rows)
+}
+
+// printRequests prints a table of a request log; an entry that was cut,
+// or one that records lost entries, says so in its path.
+func printRequests(out, errOut io.Writer, requests []recording.Request) error {
+	rows := make([][]any, 0, len(requests))
+	for _, r := range requests {
+		path := r.Path
+		if r.Query != "" {
+			path += "?" + r.Query
+		}
+		if len(r.Truncated) > 0 {
+			path += " (truncated)"
+		}
+		if r.Lost > 0 {
+			path = "(" + r.CloseReason + ")"
+		}
+		rows = append(rows, []any{r.Time.UTC().Format(time.RFC3339), r.Way, r.Method, path, r.Status,
+			r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream)})
+	}
+	return printRows(out, errOut, "requests",
+		[]string{"Time", "Way", "Method", "Path", "Status", "In", "Out", "Duration", "Stream"}, rows)
 }
 
 func orNone(s string) string {
@@ -153,7 +187,10 @@ func newHistoryCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "history NAME [-o json]",
 		Short: "Show the request log of a session, every request through it from either way in (needs get on sessions/recordings)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Shows the request log of a session, every request through it from either way in.
+
+` + escapedHelp,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
@@ -169,41 +206,19 @@ func newHistoryCommand(g *globals) *cobra.Command {
 				// The list as the server answered before it paged.
 				return json.NewEncoder(g.streams.Out).Encode(map[string]any{"kind": "SessionRequestLog", "apiVersion": "clustergate.dev/v1alpha1", "items": log})
 			}
-			return printHistory(g.streams.Out, log)
+			return printRequests(g.streams.Out, g.streams.ErrOut, log)
 		},
 	}
 	outputFlag(cmd, &output)
 	return cmd
 }
 
-// printHistory prints a request log as a table; an entry that was cut, or
-// one that records lost entries, says so in its path.
-func printHistory(out io.Writer, log []recording.Request) error {
-	w := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "TIME\tWAY\tMETHOD\tPATH\tSTATUS\tIN\tOUT\tDURATION\tSTREAM")
-	for _, r := range log {
-		path := r.Path
-		if r.Query != "" {
-			path += "?" + r.Query
-		}
-		if len(r.Truncated) > 0 {
-			path += " (truncated)"
-		}
-		if r.Lost > 0 {
-			path = "(" + r.CloseReason + ")"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Time.UTC().Format(time.RFC3339), orNone(r.Way), orNone(r.Method), path, r.Status,
-			r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream))
-	}
-	return w.Flush()
-}
-
 func newReplayCommand(g *globals) *cobra.Command {
 	var output string
 	var speed float64
-	var unverified bool
+	var unverified, raw bool
 	cmd := &cobra.Command{
-		Use:   "replay NAME STREAM [--speed N] [--unverified] [-o json]",
+		Use:   "replay NAME STREAM [--speed N] [--unverified] [--raw] [-o json]",
 		Short: "Play a recorded stream in the terminal with its recorded timing (-o json: the asciicast v2 file, for asciinema)",
 		Long: `Plays what the stream's target wrote, with the recorded pauses divided by --speed
 (0: no pauses). What the user typed is played too for streams without a terminal
@@ -211,7 +226,17 @@ func newReplayCommand(g *globals) *cobra.Command {
 Standard error is played as output, as a terminal shows it; how the command ended
 goes to standard error. The server refuses a recording its writer does not vouch
 for (changed in the store, or finished without a valid signed manifest);
---unverified plays it anyway, saying on standard error why it is not verified.`,
+--unverified plays it anyway, saying on standard error why it is not verified.
+
+What was recorded is the owner's to choose: the replay draws what the owner's
+terminal drew (text, colours, cursor movement, erasing, scrolling, the alternate
+screen) but leaves out the control sequences that would act on your terminal
+instead: every OSC (clipboard, title, hyperlinks, notifications), DCS, APC, PM
+and SOS string (sixel images included), requests for reports (device status and
+attributes, modes, window size), window operations, mouse and focus reporting,
+keyboard modes, the answerback (ENQ), their 8-bit C1 forms, and anything
+malformed. Standard error says how many were left out. --raw plays every byte as
+recorded; -o json is the recording itself, unchanged.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -232,17 +257,27 @@ for (changed in the store, or finished without a valid signed manifest);
 				_, err := g.streams.Out.Write(data)
 				return err
 			}
-			return replay(cmd.Context(), data, speed, g.streams.Out, g.streams.ErrOut)
+			if raw {
+				return replay(cmd.Context(), data, speed, g.streams.Out, g.streams.ErrOut)
+			}
+			filter := newTermFilter(g.streams.Out)
+			err = errors.Join(replay(cmd.Context(), data, speed, filter, g.streams.ErrOut), filter.Close())
+			if n := filter.Dropped(); n > 0 {
+				fmt.Fprintf(g.streams.ErrOut, "[%d control sequences that act on the terminal rather than draw left out; --raw plays them]\n", n)
+			}
+			return err
 		},
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "How many times faster than recorded; 0 plays without pauses.")
 	cmd.Flags().BoolVar(&unverified, "unverified", false,
 		"Play a recording the server cannot verify (its header and standard error say why), e.g. one whose replica died before it finished.")
+	cmd.Flags().BoolVar(&raw, "raw", false, "Play every byte as recorded, control sequences that act on your terminal included.")
 	outputFlag(cmd, &output)
 	return cmd
 }
 
-// replay plays an asciicast v2 recording.
+// replay plays an asciicast v2 recording: output (and input without a
+// terminal) to out, how the command ended to errOut, escaped.
 func replay(ctx context.Context, cast []byte, speed float64, out, errOut io.Writer) error {
 	scanner := bufio.NewScanner(bytes.NewReader(cast))
 	scanner.Buffer(nil, 16<<20)
@@ -283,7 +318,7 @@ func replay(ctx context.Context, cast []byte, speed float64, out, errOut io.Writ
 				return err
 			}
 		case kind == "m":
-			fmt.Fprintf(errOut, "[%s]\n", data)
+			fmt.Fprintf(errOut, "[%s]\n", escapeLine(data))
 		}
 	}
 	return scanner.Err()

@@ -161,12 +161,14 @@ func TestMessage(t *testing.T) {
 }
 
 // fakeAPI is the caller's API server: it answers sessions/fix/kubeconfig in
-// demo with served, and g is a caller whose kubeconfig reaches it as caller.
+// demo with served, sessions/fix/recordings/PATH with recorded[PATH], and g
+// is a caller whose kubeconfig reaches it as caller.
 type fakeAPI struct {
 	*httptest.Server
-	g      *globals
-	caller *clientcmdapi.AuthInfo
-	served atomic.Pointer[[]byte]
+	g        *globals
+	caller   *clientcmdapi.AuthInfo
+	served   atomic.Pointer[[]byte]
+	recorded atomic.Pointer[map[string]string]
 }
 
 func newFakeAPI(t *testing.T) *fakeAPI {
@@ -186,6 +188,18 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 		})
 	})
 	mux.HandleFunc("GET /apis/clustergate.dev/v1alpha1/namespaces/{namespace}/sessions", a.list)
+	recordings := func(w http.ResponseWriter, r *http.Request) {
+		data, ok := (*a.recorded.Load())[r.PathValue("path")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(data))
+	}
+	a.recorded.Store(&map[string]string{})
+	mux.HandleFunc("GET /apis/clustergate.dev/v1alpha1/namespaces/demo/sessions/fix/recordings", recordings)
+	mux.HandleFunc("GET /apis/clustergate.dev/v1alpha1/namespaces/demo/sessions/fix/recordings/{path...}", recordings)
 	mux.HandleFunc("GET /apis/clustergate.dev/v1alpha1/sessions", a.list)
 	a.Server = httptest.NewTLSServer(mux)
 	t.Cleanup(a.Close)
