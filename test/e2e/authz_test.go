@@ -83,7 +83,7 @@ func canI(t *testing.T, args ...string) string {
 // session's namespace; keeping a shoot's kubeconfig needs admin on it.
 func TestTargetAuthorization(t *testing.T) {
 	ns := namespace(t, "targets")
-	// The README's recipe: the team may open viewer sessions to every
+	// docs/security.md's recipe: the team may open viewer sessions to every
 	// shoot and cluster, and admin sessions to the shoot local only.
 	kubectl(t, "-n", ns, "create", "rolebinding", "team-sessions", "--clusterrole=clustergate:session-user", "--group=team")
 	kubectl(t, "-n", ns, "create", "rolebinding", "team-viewer", "--clusterrole=clustergate:target-viewer", "--group=team")
@@ -372,7 +372,7 @@ func TestOwnerOnlyChanges(t *testing.T) {
 		kubectl(t, "create", "clusterrolebinding", "owners-revoker", "--clusterrole=clustergate:session-admin", "--user=rita")
 		t.Cleanup(func() { kubectl(t, "delete", "clusterrolebinding", "owners-revoker", "--wait") })
 		rita := userKubeconfig(t, "rita")
-		// As the README shows it.
+		// As docs/security.md shows it.
 		out := kubectlAs(t, rita, "delete", "sessions", "-A", "--field-selector", "spec.owner.username=victor")
 		if n := strings.Count(out, `"victors" deleted`); n != 2 {
 			t.Errorf("kubectl reported %d deletes, want 2:\n%s", n, out)

@@ -61,6 +61,7 @@ func run(m *testing.M) int {
 	}
 	fmt.Printf("e2e: control plane ready in %s\n", time.Since(start).Round(100*time.Millisecond))
 	defer cp.Stop()
+	defer stopDemo()
 	return m.Run()
 }
 
