@@ -154,8 +154,15 @@ func TestLockHoldsTheRequester(t *testing.T) {
 	_, err = client.ClustergateV1alpha1().SessionLocks().Create(context.Background(), lock, metav1.CreateOptions{})
 	must(t, err)
 	want := sessionlock.Message("inc", "INC-2")
-	if !lines.Scan() {
-		t.Fatalf("the watch of alice in sre ended without a final event: %v", lines.Err())
+	scanned := make(chan bool, 1)
+	go func() { scanned <- lines.Scan() }()
+	select {
+	case ok := <-scanned:
+		if !ok {
+			t.Fatalf("the watch of alice in sre ended without a final event: %v", lines.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the open watch of alice in sre was not cut by the lock on sre")
 	}
 	var final struct {
 		Type   string
