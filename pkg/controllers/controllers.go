@@ -143,7 +143,7 @@ func Run(ctx context.Context, cfg Config) error {
 				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
 			// Rotations keep to the Gardener client's rate limits.
 			kubeconfigs, err := kubeconfig.New(cfg.Kubeconfig.Paced(cfg.Gardener), client, kube, g,
-				cfg.Kubeconfigs, kubeconfigSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
+				cfg.Kubeconfigs, kubeconfigSecrets.Core().V1().Secrets(), cfg.Locks, recorder, clock.RealClock{})
 			if err != nil {
 				logger.Error(err, "Building the kubeconfig controller")
 				return

@@ -24,6 +24,7 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 
 	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // Target is what a proxied request needs of its session.
@@ -54,6 +55,10 @@ type Target struct {
 	Transport *http.Transport
 	// Way is how the request came in; empty is WayAggregated.
 	Way Way
+	// Subject is what SessionLocks match the request on: the session's
+	// recorded owner, namespace and target, and the requester as
+	// authenticated for this request. Nil matches the session alone.
+	Subject *sessionlock.Subject
 }
 
 // strippedHeaderPrefixes never reach the target: the caller's credentials
@@ -145,7 +150,7 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 	if err != nil {
 		return nil, err
 	}
-	ctx, release, err := r.OpenUntil(req.Context(), t.UID, t.Owner, t.ExpiresAt, t.IdleAt)
+	ctx, release, err := r.openRequest(req.Context(), t)
 	if err != nil {
 		return nil, err
 	}

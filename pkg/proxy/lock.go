@@ -4,6 +4,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"time"
@@ -72,8 +73,8 @@ func (r *Registry) EndWithLocks(lockInformer cache.SharedIndexInformer, sessions
 }
 
 // relock matches every session against the locks, ends those a lock holds
-// and lifts the lock of the others, and arms the timer at the next expiry
-// of a lock.
+// and lifts the lock of the others, cuts the open requests whose requester
+// a lock holds, and arms the timer at the next expiry of a lock.
 func (r *Registry) relock() {
 	l := r.lockState()
 	if l == nil {
@@ -87,6 +88,7 @@ func (r *Registry) relock() {
 			r.applyLocks(s, all, now)
 		}
 	}
+	r.cutRequests(all, now)
 	if l.timer != nil {
 		l.timer.Stop()
 	}
@@ -115,6 +117,43 @@ func (r *Registry) applyLocks(s *v1alpha1.Session, all []*v1alpha1.SessionLock, 
 		return
 	}
 	r.unlock(s.UID)
+}
+
+// cutRequests ends the open connections whose request a lock holds, by
+// its requester's user name or current groups, in sessions that no lock
+// holds as a whole; the session and its other requests go on.
+func (r *Registry) cutRequests(all []*v1alpha1.SessionLock, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.sessions {
+		if t.ended != nil {
+			continue
+		}
+		for _, c := range t.conns {
+			if c.subject == nil {
+				continue
+			}
+			if l := sessionlock.Matching(all, *c.subject, now); l != nil {
+				c.cancel(&LockedError{Message: sessionlock.Message(l.Name, l.Spec.Reason)})
+			}
+		}
+	}
+}
+
+// openRequest registers the connection of a request through t and refuses
+// it while a lock holds t.Subject, its requester included. It looks after
+// registering: a lock the informer delivers meanwhile is either seen here
+// or cuts the registered connection (cutRequests), so none slips between.
+func (r *Registry) openRequest(parent context.Context, t Target) (context.Context, func(), error) {
+	ctx, release, err := r.openConn(parent, t.UID, t.Owner, t.ExpiresAt, t.IdleAt, t.Subject)
+	if err != nil || t.Subject == nil {
+		return ctx, release, err
+	}
+	if msg, held := r.Holding(*t.Subject); held {
+		release()
+		return nil, nil, &LockedError{Message: msg}
+	}
+	return ctx, release, nil
 }
 
 // observeLocks matches one session, new or changed, against the locks.

@@ -4,12 +4,18 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -96,5 +102,98 @@ func TestEndWithLocks(t *testing.T) {
 	waitOpen("expired", "s1", nil)
 	if time.Now().Before(expiresAt.Time) {
 		t.Errorf("accepted again before the lock expired at %s", expiresAt.Time)
+	}
+}
+
+// TestLockHoldsTheRequester: a session assigned to alice with fewer groups
+// than she has escapes a lock on her group sre as a whole, but her own
+// requests through it, authenticated in sre, do not: her open watch ends
+// with an ERROR naming the lock and her next request is refused with the
+// lock's 403 Status, while a
+// request by the same session's owner outside sre goes on.
+func TestLockHoldsTheRequester(t *testing.T) {
+	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}}`+"\n")
+		w.(http.Flusher).Flush()
+		if r.URL.Query().Get("watch") == "true" {
+			<-r.Context().Done()
+		}
+	})
+	s := session("s1", metav1.ConditionTrue, false)
+	s.Spec.Owner = v1alpha1.SessionOwner{Username: "alice", Groups: []string{"system:authenticated"}}
+	client := fake.NewSimpleClientset(s)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	r := NewRegistry(clock.RealClock{}, Limits{})
+	sessions := factory.Clustergate().V1alpha1().Sessions().Informer()
+	must(t, r.EndWithSessions(sessions, func(types.UID) {}))
+	must(t, r.EndWithLocks(factory.Clustergate().V1alpha1().SessionLocks().Informer(), sessions.GetStore()))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	// as is a request through s1 by alice with the groups she has now.
+	as := func(groups ...string) Target {
+		tgt := target(u, tr)
+		subject := sessionlock.SubjectOf(s)
+		subject.Requester = &sessionlock.Person{User: "alice", Groups: groups}
+		tgt.Subject = &subject
+		return tgt
+	}
+	inSRE, outside := as("sre", "system:authenticated"), as("system:authenticated")
+	resp, err := http.Get(serveThroughProxy(t, r, inSRE) + "/proxy/api/v1/configmaps?watch=true")
+	must(t, err)
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"ADDED"`) {
+		t.Fatalf("first event: %q", lines.Text())
+	}
+
+	lock := &v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{Name: "inc"}, Spec: v1alpha1.SessionLockSpec{Group: "sre", Reason: "INC-2"}}
+	_, err = client.ClustergateV1alpha1().SessionLocks().Create(context.Background(), lock, metav1.CreateOptions{})
+	must(t, err)
+	want := sessionlock.Message("inc", "INC-2")
+	scanned := make(chan bool, 1)
+	go func() { scanned <- lines.Scan() }()
+	select {
+	case ok := <-scanned:
+		if !ok {
+			t.Fatalf("the watch of alice in sre ended without a final event: %v", lines.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the open watch of alice in sre was not cut by the lock on sre")
+	}
+	var final struct {
+		Type   string
+		Object struct{ Reason, Message string }
+	}
+	must(t, json.Unmarshal(lines.Bytes(), &final))
+	// A watch cut off ends with an ERROR event of reason Gone, whatever
+	// ended it (finishWatch); its message names the lock.
+	if final.Type != "ERROR" || !strings.Contains(final.Object.Message, want) {
+		t.Errorf("final event %s, want an ERROR naming %q", lines.Text(), want)
+	}
+
+	tests := []struct {
+		name   string
+		tgt    Target
+		refuse bool
+	}{
+		{name: "alice in sre", tgt: inSRE, refuse: true},
+		{name: "alice outside sre", tgt: outside},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refused := &responder{}
+			w := httptest.NewRecorder()
+			r.Handler(tt.tgt, "/api", refused).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/x", nil))
+			switch {
+			case tt.refuse && (!apierrors.IsForbidden(refused.err) || !strings.Contains(refused.err.Error(), want)):
+				t.Errorf("refusal %v, want a 403 naming %q", refused.err, want)
+			case !tt.refuse && (refused.err != nil || w.Code != http.StatusOK):
+				t.Errorf("request gave %d, %v; want it served", w.Code, refused.err)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // Why connections of a session end.
@@ -76,7 +77,7 @@ type Registry struct {
 
 type tracked struct {
 	owner string
-	conns map[uint64]context.CancelCauseFunc
+	conns map[uint64]*openConn
 	// expiresAt and idleAt (zero: none) are when the timer ends the
 	// session, whichever comes first.
 	expiresAt, idleAt time.Time
@@ -84,6 +85,14 @@ type tracked struct {
 	// once ended.
 	timer clock.Timer
 	ended error
+}
+
+// openConn is one open connection of a session.
+type openConn struct {
+	cancel context.CancelCauseFunc
+	// subject is what SessionLocks match the connection's request on, with
+	// its requester (Target.Subject); nil leaves it to the session's match.
+	subject *sessionlock.Subject
 }
 
 // NewRegistry returns an empty registry.
@@ -103,6 +112,13 @@ func (r *Registry) Open(parent context.Context, uid types.UID, owner string, exp
 // deadline as read with the session (zero: none); a later one the sessions
 // informer reported since counts instead.
 func (r *Registry) OpenUntil(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time) (context.Context, func(), error) {
+	return r.openConn(parent, uid, owner, expiresAt, idleAt, nil)
+}
+
+// openConn is OpenUntil of a connection that SessionLocks also match on
+// subject, when it is not nil.
+func (r *Registry) openConn(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time,
+	subject *sessionlock.Subject) (context.Context, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopping {
@@ -132,14 +148,14 @@ func (r *Registry) OpenUntil(parent context.Context, uid types.UID, owner string
 		return nil, nil, ErrTooManyForOwner
 	}
 	if t == nil {
-		t = &tracked{owner: owner, conns: map[uint64]context.CancelCauseFunc{}, idleAt: idleAt}
+		t = &tracked{owner: owner, conns: map[uint64]*openConn{}, idleAt: idleAt}
 		r.expireAt(uid, t, expiresAt)
 		r.sessions[uid] = t
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	r.nextID++
 	id := r.nextID
-	t.conns[id] = cancel
+	t.conns[id] = &openConn{cancel: cancel, subject: subject}
 	r.owners[owner]++
 	release := sync.OnceFunc(func() {
 		cancel(nil)
@@ -251,7 +267,7 @@ func (r *Registry) End(uid types.UID, reason error) {
 func (r *Registry) end(uid types.UID, reason error) {
 	t := r.sessions[uid]
 	if t == nil {
-		t = &tracked{conns: map[uint64]context.CancelCauseFunc{}}
+		t = &tracked{conns: map[uint64]*openConn{}}
 		r.sessions[uid] = t
 	}
 	if t.ended != nil {
@@ -265,8 +281,8 @@ func (r *Registry) end(uid types.UID, reason error) {
 	// Forget the tombstone later; from its own goroutine, as the callback
 	// may run inside a fake clock's Step.
 	t.timer = r.clock.AfterFunc(tombstoneTTL, func() { go r.forget(uid, t) })
-	for _, cancel := range t.conns {
-		cancel(reason)
+	for _, c := range t.conns {
+		c.cancel(reason)
 	}
 }
 
@@ -279,8 +295,8 @@ func (r *Registry) Stop() {
 	r.stopping = true
 	for _, t := range r.sessions {
 		if t.ended == nil {
-			for _, cancel := range t.conns {
-				cancel(ErrStopping)
+			for _, c := range t.conns {
+				c.cancel(ErrStopping)
 			}
 		}
 	}

@@ -41,6 +41,9 @@ func TestLockOptions(t *testing.T) {
 	}{
 		{name: "user, generated name", o: lockOptions{user: "alice", reason: "INC-1"},
 			want: v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{GenerateName: "lock-"}, Spec: v1alpha1.SessionLockSpec{User: "alice", Reason: "INC-1"}}},
+		{name: "a person in both identity spaces", o: lockOptions{user: "alice", dataPlaneUsers: []string{"dataplane:alice@example.com"}, reason: "INC-1"},
+			want: v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{GenerateName: "lock-"}, Spec: v1alpha1.SessionLockSpec{
+				User: "alice", Users: []string{"dataplane:alice@example.com"}, Reason: "INC-1"}}},
 		{name: "shoot target, ttl", o: lockOptions{target: "shoot/prod", reason: "INC-2", ttl: 30 * time.Minute, name: "prod"},
 			want: v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{Name: "prod"}, Spec: v1alpha1.SessionLockSpec{
 				Target: &v1alpha1.SessionLockTarget{Shoot: &v1alpha1.ShootReference{Name: "prod"}}, Reason: "INC-2", ExpiresAt: &later}}},
@@ -113,23 +116,55 @@ func TestLockCommands(t *testing.T) {
 			Rows: []metav1.TableRow{{Cells: []any{"lock-x7k2p", "alice", "INC-1"}}},
 		})
 	})
-	run := func(args ...string) string {
+	// run returns what the command printed to stdout and to stderr.
+	run2 := func(args ...string) (string, string) {
 		t.Helper()
-		var out bytes.Buffer
-		cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+		var out, errOut bytes.Buffer
+		cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
 		cmd.SetArgs(append(args, "--kubeconfig", *a.g.flags.KubeConfig))
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
-		return out.String()
+		return out.String(), errOut.String()
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		out, _ := run2(args...)
+		return out
 	}
 
-	if out := run("lock", "--user", "alice", "-n", "team-a", "--reason", "INC-1"); out != "lock-x7k2p\n" {
-		t.Errorf("lock printed %q, want the lock's name", out)
+	locks := []struct {
+		name     string
+		args     []string
+		want     v1alpha1.SessionLockSpec
+		wantErrs string
+	}{
+		{name: "garden user only", args: []string{"--user", "alice", "-n", "team-a"},
+			want: v1alpha1.SessionLockSpec{User: "alice", Namespace: "team-a", Reason: "INC-1"},
+			wantErrs: "lock-x7k2p locks garden user alice\n" +
+				"lock-x7k2p does not lock alice's sessions on the data plane, owned by their data-plane name (dataplane:...): " +
+				"name it with --dataplane-user too, or add it to spec.users\n"},
+		{name: "both identity spaces", args: []string{"--user", "alice", "--dataplane-user", "dataplane:alice@example.com"},
+			want:     v1alpha1.SessionLockSpec{User: "alice", Users: []string{"dataplane:alice@example.com"}, Reason: "INC-1"},
+			wantErrs: "lock-x7k2p locks garden user alice\nlock-x7k2p locks data-plane user dataplane:alice@example.com\n"},
+		{name: "group", args: []string{"--group", "sre"},
+			want:     v1alpha1.SessionLockSpec{Group: "sre", Reason: "INC-1"},
+			wantErrs: "lock-x7k2p locks group sre: owners recorded in it, and requesters in it now\n"},
 	}
-	want := v1alpha1.SessionLockSpec{User: "alice", Namespace: "team-a", Reason: "INC-1"}
-	if diff := cmp.Diff(want, created.Spec); diff != "" {
-		t.Errorf("lock sent (-want +got):\n%s", diff)
+	for _, tt := range locks {
+		t.Run(tt.name, func(t *testing.T) {
+			created = v1alpha1.SessionLock{}
+			out, errOut := run2(append([]string{"lock", "--reason", "INC-1"}, tt.args...)...)
+			if out != "lock-x7k2p\n" {
+				t.Errorf("lock printed %q to stdout, want the lock's name alone", out)
+			}
+			if errOut != tt.wantErrs {
+				t.Errorf("lock printed to stderr:\n%s\nwant:\n%s", errOut, tt.wantErrs)
+			}
+			if diff := cmp.Diff(tt.want, created.Spec); diff != "" {
+				t.Errorf("lock sent (-want +got):\n%s", diff)
+			}
+		})
 	}
 	if out := run("locks"); out != "NAME         USER    REASON\nlock-x7k2p   alice   INC-1\n" {
 		t.Errorf("locks printed:\n%s", out)

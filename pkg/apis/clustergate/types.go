@@ -226,11 +226,15 @@ const (
 	KubeconfigStateReady KubeconfigState = "Ready"
 	// KubeconfigStateError means the last attempt to write the Secret failed.
 	KubeconfigStateError KubeconfigState = "Error"
+	// KubeconfigStateLocked means a SessionLock on the Shoot holds the
+	// object: no kubeconfig is written until it goes, and the one in the
+	// Secret, if any, expires.
+	KubeconfigStateLocked KubeconfigState = "Locked"
 )
 
 // GardenerClusterKubeconfigStatus is what the server observed about the kubeconfig.
 type GardenerClusterKubeconfigStatus struct {
-	// State is Ready or Error.
+	// State is Ready, Error or Locked.
 	State KubeconfigState
 	// LastSyncTime is when the kubeconfig in the Secret was last written.
 	LastSyncTime *metav1.Time
@@ -266,11 +270,14 @@ type SessionLock struct {
 
 // SessionLockSpec says which sessions a lock matches, why and until when.
 // Every member given must match (they combine with AND); at least one of
-// User, Group, Target and Namespace is given.
+// User, Users, Group, Target and Namespace is given.
 type SessionLockSpec struct {
-	// User matches sessions whose owner has this user name.
-	User string
-	// Group matches sessions whose owner had this group at creation.
+	// User and Users name one person: a session matches when its owner, or
+	// the requester of a request through it, has any of these user names.
+	User  string
+	Users []string
+	// Group matches sessions whose owner had this group at creation, and
+	// requests whose requester is in it now.
 	Group string
 	// Target matches sessions to this shoot or cluster.
 	Target *SessionLockTarget

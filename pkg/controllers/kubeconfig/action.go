@@ -26,6 +26,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/gardener"
+	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // ActionType names what a pass does.
@@ -69,6 +70,9 @@ type Action struct {
 	Status *Status
 	// RequeueAfter is when to look again if nothing changes before.
 	RequeueAfter time.Duration
+	// Event, with EventMessage, is the event UpdateStatus records: a lock
+	// that starts or stops holding the object.
+	Event, EventMessage string
 }
 
 // Status is the status an UpdateStatus action applies.
@@ -109,15 +113,29 @@ type Observed struct {
 	// Failure is the last failed request to Gardener for the object, until
 	// a kubeconfig is written.
 	Failure *controllerutil.Failure
+	// Lock is the SessionLock on the object's Shoot that holds it, or nil
+	// (sessionlock.MatchingKubeconfig).
+	Lock *v1alpha1.SessionLock
 	// Now is the current time.
 	Now time.Time
 }
 
 // NextAction computes the single next step for an object. A kubeconfig
 // that Gardener failed to issue is asked for again only once the retry is
-// due; until then the failure is the object's status.
+// due; until then the failure is the object's status. While a SessionLock
+// on the Shoot holds the object, no kubeconfig is written at all.
 func NextAction(o Observed, cfg Config) Action {
 	a := nextAction(o, cfg)
+	if o.Lock != nil && o.Object.DeletionTimestamp == nil {
+		switch a.Type {
+		case WriteKubeconfig, UpdateStatus, None:
+			return lockedAction(o)
+		}
+		return a
+	}
+	if a.Type == UpdateStatus && o.Object.Status.State == v1alpha1.KubeconfigStateLocked && a.Status.State != v1alpha1.KubeconfigStateLocked {
+		a.Event, a.EventMessage = v1alpha1.KubeconfigReasonUnlocked, "No SessionLock holds shoot "+o.Object.Spec.Shoot.Name+" any more: kubeconfigs are written again"
+	}
 	f := o.Failure
 	if a.Type != WriteKubeconfig || f == nil {
 		return a
@@ -188,6 +206,32 @@ func nextAction(o Observed, cfg Config) Action {
 		Message:      fmt.Sprintf("Secret %s holds a kubeconfig valid until %s", secret.Name, written.expiresAt.UTC().Format(time.RFC3339)),
 		LastSyncTime: &lastSync, ExpirationTime: &expiresAt, ObservedGeneration: obj.Generation},
 		cfg.Schedule.Wait(rotateAt, o.Now))
+}
+
+// lockedAction is the status of an object a lock holds, instead of any
+// kubeconfig written: a kubeconfig in a Secret cannot be revoked, but one
+// that is not renewed expires, and no new one (created, repaired, forced
+// or rotated) gives access to the Shoot while the lock holds. A forced
+// rotation asked meanwhile is honoured once the lock goes. The next pass
+// comes when the lock expires, or with the lock's change.
+func lockedAction(o Observed) Action {
+	obj, lock := o.Object, o.Lock
+	msg := sessionlock.Message(lock.Name, lock.Spec.Reason) + ": no kubeconfig is written for shoot " + obj.Spec.Shoot.Name + " while it holds"
+	if o.Secret != nil && ownership(obj, o.Secret) == owned {
+		if w, ok := readWritten(o.Secret, obj.Spec.Kubeconfig.Secret.Key); ok && o.Now.Before(w.expiresAt) {
+			msg += fmt.Sprintf("; the kubeconfig in Secret %s stays valid until %s and is not renewed", o.Secret.Name, w.expiresAt.UTC().Format(time.RFC3339))
+		}
+	}
+	var requeue time.Duration
+	if at := lock.Spec.ExpiresAt; at != nil {
+		requeue = max(at.Sub(o.Now), time.Millisecond)
+	}
+	a := statusOr(o, &Status{State: v1alpha1.KubeconfigStateLocked, Reason: v1alpha1.KubeconfigReasonLocked, Message: msg,
+		LastSyncTime: obj.Status.LastSyncTime, ExpirationTime: obj.Status.ExpirationTime, ObservedGeneration: obj.Generation}, requeue)
+	if a.Type == UpdateStatus && obj.Status.State != v1alpha1.KubeconfigStateLocked {
+		a.Event, a.EventMessage = v1alpha1.KubeconfigReasonLocked, "Shoot "+msg
+	}
+	return a
 }
 
 func nextDeletionAction(o Observed) Action {

@@ -232,3 +232,99 @@ func TestSecretLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestNextActionLocked: while a SessionLock on the Shoot holds the object,
+// no kubeconfig is written for any reason, the status says so, and the
+// Secret's kubeconfig is left to expire; deletion and clean-up go on.
+func TestNextActionLocked(t *testing.T) {
+	now := synced.Add(time.Hour)
+	rotateAt := RotationTime(synced, synced.Add(24*time.Hour), cfg)
+	lastSync, expires := metav1.NewTime(synced), metav1.NewTime(synced.Add(24*time.Hour))
+	lockExpiry := metav1.NewTime(now.Add(2 * time.Hour))
+	lock := &v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{Name: "inc"},
+		Spec: v1alpha1.SessionLockSpec{Target: &v1alpha1.SessionLockTarget{Shoot: &v1alpha1.ShootReference{Name: "c-123"}}, Reason: "INC-9"}}
+	expiring := lock.DeepCopy()
+	expiring.Spec.ExpiresAt = &lockExpiry
+	const (
+		held       = "locked by SessionLock inc: INC-9: no kubeconfig is written for shoot c-123 while it holds"
+		heldSecret = held + "; the kubeconfig in Secret kubeconfig-c-123 stays valid until 2026-12-01T00:00:00Z and is not renewed"
+	)
+	lockedStatus := func(msg string, synced bool) *Status {
+		s := &Status{State: v1alpha1.KubeconfigStateLocked, Reason: v1alpha1.KubeconfigReasonLocked, Message: msg, ObservedGeneration: 1}
+		if synced {
+			s.LastSyncTime, s.ExpirationTime = &lastSync, &expires
+		}
+		return s
+	}
+	locked := func(msg string) func(*v1alpha1.GardenerClusterKubeconfig) {
+		return func(o *v1alpha1.GardenerClusterKubeconfig) {
+			ready(o)
+			o.Status.State = v1alpha1.KubeconfigStateLocked
+			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady, Status: metav1.ConditionFalse,
+				Reason: v1alpha1.KubeconfigReasonLocked, Message: msg})
+		}
+	}
+	tests := []struct {
+		name   string
+		obs    Observed
+		now    time.Time
+		expect Action
+	}{
+		{name: "no Secret: none created",
+			obs: Observed{Object: object(), Lock: lock},
+			expect: Action{Type: UpdateStatus, Status: lockedStatus(held, false),
+				Event: v1alpha1.KubeconfigReasonLocked, EventMessage: "Shoot " + held}},
+		{name: "rotation due: not rotated, the kubeconfig expires",
+			obs: Observed{Object: object(ready), Secret: secret(), Lock: lock}, now: rotateAt,
+			expect: Action{Type: UpdateStatus, Status: lockedStatus(heldSecret, true),
+				Event: v1alpha1.KubeconfigReasonLocked, EventMessage: "Shoot " + heldSecret}},
+		{name: "forced rotation: not honoured while locked",
+			obs: Observed{Object: object(locked(heldSecret), func(o *v1alpha1.GardenerClusterKubeconfig) {
+				o.Annotations = map[string]string{v1alpha1.AnnotationForceRotation: "true"}
+			}), Secret: secret(), Lock: lock},
+			expect: Action{Type: None}},
+		{name: "kubeconfig edited: not repaired",
+			obs:    Observed{Object: object(locked(held)), Secret: secret(func(s *corev1.Secret) { s.Data["config"] = []byte("edited") }), Lock: lock},
+			expect: Action{Type: None}},
+		{name: "kubeconfig expired: said no more",
+			obs: Observed{Object: object(locked(heldSecret)), Secret: secret(), Lock: lock}, now: expires.Add(time.Minute),
+			expect: Action{Type: UpdateStatus, Status: lockedStatus(held, true)}},
+		{name: "a lock that expires: looked at again then",
+			obs:    Observed{Object: object(locked(heldSecret)), Secret: secret(), Lock: expiring},
+			expect: Action{Type: None, RequeueAfter: 2 * time.Hour}},
+		{name: "Secret moved: the old one is still deleted",
+			obs:    Observed{Object: object(ready), Secret: secret(), Stale: []*corev1.Secret{secret(func(s *corev1.Secret) { s.Name = "old" })}, Lock: lock},
+			expect: Action{Type: DeleteSecret, SecretName: "old"}},
+		{name: "deleted: its Secret is still deleted",
+			obs:    Observed{Object: object(ready, deleted(now)), Secret: secret(), Lock: lock},
+			expect: Action{Type: DeleteSecret, SecretName: "kubeconfig-c-123"}},
+		{name: "lock gone: Ready again, said so",
+			obs: Observed{Object: object(locked(heldSecret)), Secret: secret()},
+			expect: Action{Type: UpdateStatus, RequeueAfter: rotateAt.Sub(now), Status: &Status{
+				State: v1alpha1.KubeconfigStateReady, Reason: v1alpha1.KubeconfigReasonCreated, LastSyncTime: &lastSync, ExpirationTime: &expires, ObservedGeneration: 1,
+				Message: "Secret kubeconfig-c-123 holds a kubeconfig valid until 2026-12-01T00:00:00Z"},
+				Event: v1alpha1.KubeconfigReasonUnlocked, EventMessage: "No SessionLock holds shoot c-123 any more: kubeconfigs are written again"}},
+		{name: "lock gone, rotation overdue: rotated",
+			obs: Observed{Object: object(locked(heldSecret)), Secret: secret()}, now: rotateAt,
+			expect: Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRotated}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.obs.Now = now
+			if !tt.now.IsZero() {
+				tt.obs.Now = tt.now
+			}
+			if diff := cmp.Diff(tt.expect, NextAction(tt.obs, cfg)); diff != "" {
+				t.Errorf("action (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// deleted marks an object deleted at now.
+func deleted(now time.Time) func(*v1alpha1.GardenerClusterKubeconfig) {
+	return func(o *v1alpha1.GardenerClusterKubeconfig) {
+		at := metav1.NewTime(now)
+		o.DeletionTimestamp = &at
+	}
+}

@@ -27,7 +27,7 @@ const statePending = "Pending"
 // names the objects.
 var (
 	kubeconfigsDesc = metrics.NewDesc("clustergate_kubeconfigs",
-		"GardenerClusterKubeconfigs by state (Ready, Error, or Pending before the first write) and by the reason of their KubeconfigReady condition.",
+		"GardenerClusterKubeconfigs by state (Ready, Error, Locked, or Pending before the first write) and by the reason of their KubeconfigReady condition.",
 		[]string{"state", "reason"}, nil, metrics.ALPHA, "")
 	overdueDesc = metrics.NewDesc("clustergate_kubeconfigs_rotation_overdue",
 		"GardenerClusterKubeconfigs whose kubeconfig is past the time it is rotated at (--kubeconfig-rotation-ratio of its validity) and not yet replaced.",
@@ -42,7 +42,9 @@ var (
 
 // Collector reports the state of the GardenerClusterKubeconfigs in an
 // informer's cache. Objects being deleted count by state only: their
-// kubeconfigs are on their way out.
+// kubeconfigs are on their way out; so do objects a SessionLock holds,
+// whose kubeconfigs are let expire on purpose, so that a lock raises no
+// rotation or expiry alert.
 type Collector struct {
 	metrics.BaseStableCollector
 	objects listers.GardenerClusterKubeconfigLister
@@ -91,7 +93,7 @@ func (c *Collector) CollectWithStability(ch chan<- metrics.Metric) {
 		byState[[2]string{state, reason}]++
 
 		lastSync, expiresAt := obj.Status.LastSyncTime, obj.Status.ExpirationTime
-		if obj.DeletionTimestamp != nil || expiresAt == nil {
+		if obj.DeletionTimestamp != nil || obj.Status.State == v1alpha1.KubeconfigStateLocked || expiresAt == nil {
 			continue
 		}
 		earliest = math.Min(earliest, float64(expiresAt.Unix()))

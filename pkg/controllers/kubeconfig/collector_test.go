@@ -59,12 +59,15 @@ clustergate_kubeconfigs_rotation_overdue 0
 			object("ghost", v1alpha1.KubeconfigStateError, "ShootNotFound", nil, nil),
 			// Expired earliest, but on its way out.
 			deleting,
+			// Expired, let expire by a lock on its Shoot.
+			object("locked", v1alpha1.KubeconfigStateLocked, v1alpha1.KubeconfigReasonLocked, at(-30*time.Hour), at(-6*time.Hour)),
 		}, want: fmt.Sprintf(`
 clustergate_kubeconfigs{reason="Created",state="Ready"} 1
 clustergate_kubeconfigs{reason="Rotated",state="Ready"} 2
 clustergate_kubeconfigs{reason="GardenerUnavailable",state="Error"} 1
 clustergate_kubeconfigs{reason="ShootNotFound",state="Error"} 1
 clustergate_kubeconfigs{reason="",state="Pending"} 1
+clustergate_kubeconfigs{reason="Locked",state="Locked"} 1
 clustergate_kubeconfigs_expired 1
 clustergate_kubeconfigs_rotation_overdue 2
 clustergate_kubeconfig_earliest_expiration_timestamp_seconds %d
@@ -89,7 +92,7 @@ clustergate_kubeconfig_earliest_expiration_timestamp_seconds %d
 
 // collectorHelp heads the expected text of the collector's metrics.
 const collectorHelp = `
-# HELP clustergate_kubeconfigs [ALPHA] GardenerClusterKubeconfigs by state (Ready, Error, or Pending before the first write) and by the reason of their KubeconfigReady condition.
+# HELP clustergate_kubeconfigs [ALPHA] GardenerClusterKubeconfigs by state (Ready, Error, Locked, or Pending before the first write) and by the reason of their KubeconfigReady condition.
 # TYPE clustergate_kubeconfigs gauge
 # HELP clustergate_kubeconfigs_expired [ALPHA] GardenerClusterKubeconfigs whose kubeconfig has expired: their consumers are locked out.
 # TYPE clustergate_kubeconfigs_expired gauge

@@ -52,6 +52,7 @@ type Controller struct {
 
 	objects   listers.GardenerClusterKubeconfigLister
 	secrets   corelisters.SecretLister
+	locks     listers.SessionLockLister
 	hasSynced []cache.InformerSynced
 	// queue takes every pass; passes that ask Gardener for a kubeconfig move
 	// to gardenerQueue, so that finalizers and statuses of thousands of
@@ -75,13 +76,14 @@ type Controller struct {
 // New returns a controller over the given informers. The Secret informer
 // must be restricted with ManagedSecretSelector.
 func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g gardener.Requester,
-	objects informers.GardenerClusterKubeconfigInformer, secrets coreinformers.SecretInformer,
+	objects informers.GardenerClusterKubeconfigInformer, secrets coreinformers.SecretInformer, locks informers.SessionLockInformer,
 	recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	c := &Controller{
 		opts: opts, client: client, kube: kube, gardener: g, clock: clk, recorder: recorder,
 		objects:   objects.Lister(),
 		secrets:   secrets.Lister(),
-		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced},
+		locks:     locks.Lister(),
+		hasSynced: []cache.InformerSynced{objects.Informer().HasSynced, secrets.Informer().HasSynced, locks.Informer().HasSynced},
 		pending:   map[types.NamespacedName]pendingWrite{},
 		failures:  controllerutil.NewFailures(),
 	}
@@ -98,7 +100,10 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, g 
 				return types.NamespacedName{}, false
 			}
 			return types.NamespacedName{Namespace: s.Namespace, Name: s.Labels[v1alpha1.LabelClusterName]}, true
-		})})
+		})},
+		// A lock may start or stop holding any object: an update may move
+		// its target from one Shoot to another.
+		controllerutil.InformerHandler{Informer: locks.Informer(), Handler: c.queue.KeysEventHandler(c.allObjects)})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
+
+// allObjects returns the key of every object: a lock may hold any.
+func (c *Controller) allObjects(any) []types.NamespacedName {
+	objects, err := c.objects.List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	keys := make([]types.NamespacedName, 0, len(objects))
+	for _, o := range objects {
+		keys = append(keys, types.NamespacedName{Namespace: o.Namespace, Name: o.Name})
+	}
+	return keys
+}
 
 // next observes an object and computes its next action; Observed.Object is
 // nil when the object is gone.
@@ -31,14 +45,19 @@ func (c *Controller) next(ctx context.Context, key types.NamespacedName) (Observ
 	return observed, NextAction(observed, c.opts.Config), nil
 }
 
-// observe gathers the object's Secrets. The Secret named in spec is read
-// from the server when the cache, which holds only managed Secrets, lacks
-// it: it may be someone else's.
+// observe gathers the object's Secrets and the lock that holds it. The
+// Secret named in spec is read from the server when the cache, which holds
+// only managed Secrets, lacks it: it may be someone else's.
 func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig) (Observed, error) {
 	o := Observed{Object: obj, Now: c.clock.Now()}
 	if f, ok := c.failures.Get(obj.UID); ok {
 		o.Failure = &f
 	}
+	locks, err := c.locks.List(labels.Everything())
+	if err != nil {
+		return o, err
+	}
+	o.Lock = sessionlock.MatchingKubeconfig(locks, obj.Namespace, obj.Spec.Shoot.Name, o.Now)
 	ref := obj.Spec.Kubeconfig.Secret
 	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
 	if apierrors.IsNotFound(err) {

@@ -63,7 +63,17 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 		_, err = c.kube.CoreV1().Secrets(o.Secret.Namespace).Patch(ctx, o.Secret.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 		return err
 	case UpdateStatus:
-		return c.applyStatus(ctx, obj, a.Status)
+		if err := c.applyStatus(ctx, obj, a.Status); err != nil {
+			return err
+		}
+		if a.Event != "" {
+			eventType, action := corev1.EventTypeNormal, "Unlock"
+			if a.Status.State == v1alpha1.KubeconfigStateLocked {
+				eventType, action = corev1.EventTypeWarning, "Lock"
+			}
+			c.recorder.Eventf(obj, nil, eventType, a.Event, action, "%s", a.EventMessage)
+		}
+		return nil
 	case WriteKubeconfig:
 		return c.writeKubeconfig(ctx, o, a)
 	}

@@ -295,10 +295,10 @@ func schema_pkg_apis_clustergate_v1alpha1_GardenerClusterKubeconfigStatus(ref co
 				Properties: map[string]spec.Schema{
 					"state": {
 						SchemaProps: spec.SchemaProps{
-							Description: "State is Ready or Error.\n\nPossible enum values:\n - `\"Error\"` means the last attempt to write the Secret failed.\n - `\"Ready\"` means the Secret holds a valid kubeconfig.",
+							Description: "State is Ready, Error or Locked.\n\nPossible enum values:\n - `\"Error\"` means the last attempt to write the Secret failed.\n - `\"Locked\"` means a SessionLock on the Shoot holds the object: no kubeconfig is written until it goes, and the one in the Secret, if any, expires.\n - `\"Ready\"` means the Secret holds a valid kubeconfig.",
 							Type:        []string{"string"},
 							Format:      "",
-							Enum:        []interface{}{"Error", "Ready"},
+							Enum:        []interface{}{"Error", "Locked", "Ready"},
 						},
 					},
 					"lastSyncTime": {
@@ -653,7 +653,7 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionLock(ref common.ReferenceCallba
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "SessionLock freezes the sessions it matches, for an incident: while it is in force, a matching session cannot be created or extended, every request and stream through its proxy ends within a second on every replica and new ones are refused; the sessions stay, Ready=False with reason Locked, and work again once the lock is deleted or expires before they do. Cluster-scoped.",
+				Description: "SessionLock freezes the sessions it matches, for an incident: while it is in force, a matching session cannot be created or extended, every request and stream through its proxy ends within a second on every replica and new ones are refused; the sessions stay, Ready=False with reason Locked, and work again once the lock is deleted or expires before they do. A lock on a Shoot target that names no user or group also holds the GardenerClusterKubeconfigs of that Shoot: no kubeconfig is written for them (state Locked) until it goes. Cluster-scoped.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"kind": {
@@ -747,19 +747,38 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionLockSpec(ref common.ReferenceCa
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "SessionLockSpec says which sessions a lock matches, why and until when. Every member given must match: they combine with AND, so that {user: alice, target: {shoot: {name: prod}}} locks alice's sessions to prod only. At least one of user, group, target and namespace is given.",
+				Description: "SessionLockSpec says which sessions a lock matches, why and until when. Every member given must match: they combine with AND, so that {user: alice, target: {shoot: {name: prod}}} locks alice's sessions to prod only. At least one of user, users, group, target and namespace is given.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"user": {
 						SchemaProps: spec.SchemaProps{
-							Description: "User matches sessions whose owner (spec.owner.username) is this user.",
+							Description: "User matches sessions whose owner (spec.owner.username) is this user, and requests through them by this user. Together with users it names one person: any of the names matches.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
+					"users": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Users are more user names of the same person, matched as user is: a person has a garden name and a name in each data-plane identity space (with its issuer's prefix, such as dataplane:alice@example.com), and sessions opened under either are theirs. At most 16, none empty.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
 					"group": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Group matches sessions whose owner had this group when the session was created (spec.owner.groups).",
+							Description: "Group matches sessions whose owner had this group when the session was created (spec.owner.groups), and every request through any session whose requester is in this group now (the groups of the request's authenticated user, or of the data plane's verified token): a session assigned with fewer groups than its owner has does not escape it.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

@@ -170,7 +170,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Garden
 		Columns: []metav1.TableColumnDefinition{
 			{Name: "Shoot", Type: "string", Description: "Gardener Shoot whose kubeconfig is kept."},
 			{Name: "Secret", Type: "string", Description: "Secret that holds the kubeconfig."},
-			{Name: "State", Type: "string", Description: "Ready or Error."},
+			{Name: "State", Type: "string", Description: "Ready, Error, or Locked while a SessionLock on the Shoot holds it."},
 			{Name: "Last-Sync", Type: "string", Description: "Time since the kubeconfig was last written."},
 			{Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1, Description: "When the kubeconfig expires."},
 		},

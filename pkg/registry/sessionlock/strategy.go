@@ -8,6 +8,7 @@ package sessionlock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -113,8 +114,8 @@ func Target(t *clustergate.SessionLockTarget) string {
 func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.SessionLock] {
 	return table.Convertor[*clustergate.SessionLock]{
 		Columns: []metav1.TableColumnDefinition{
-			{Name: "User", Type: "string", Description: "Owner the lock matches."},
-			{Name: "Group", Type: "string", Description: "Owner's group the lock matches."},
+			{Name: "User", Type: "string", Description: "User names of the person the lock matches (spec.user and spec.users), in every identity space."},
+			{Name: "Group", Type: "string", Description: "Group of the owner or requester the lock matches."},
 			{Name: "Target", Type: "string", Description: "Target the lock matches: shoot/NAME or cluster/NAME."},
 			{Name: "Namespace", Type: "string", Description: "Namespace of the sessions the lock matches."},
 			{Name: "State", Type: "string", Description: "Active, or Expired once spec.expiresAt passed."},
@@ -129,7 +130,11 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 					state = "Expired"
 				}
 			}
-			return []any{table.OrNone(l.Spec.User), table.OrNone(l.Spec.Group), Target(l.Spec.Target),
+			users := l.Spec.Users
+			if l.Spec.User != "" {
+				users = append([]string{l.Spec.User}, users...)
+			}
+			return []any{table.OrNone(strings.Join(users, ",")), table.OrNone(l.Spec.Group), Target(l.Spec.Target),
 				table.OrNone(l.Spec.Namespace), state, l.Spec.Reason, expiresAt}
 		},
 		Now: now,

@@ -22,7 +22,7 @@ func TestTable(t *testing.T) {
 	past := metav1.NewTime(now.Add(-time.Minute))
 	list := &clustergate.SessionLockList{Items: []clustergate.SessionLock{
 		{ObjectMeta: metav1.ObjectMeta{Name: "inc-1", CreationTimestamp: created},
-			Spec: clustergate.SessionLockSpec{User: "alice", Namespace: "team-a", Reason: "INC-1"}},
+			Spec: clustergate.SessionLockSpec{User: "alice", Users: []string{"dataplane:alice"}, Namespace: "team-a", Reason: "INC-1"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "prod", CreationTimestamp: created},
 			Spec: clustergate.SessionLockSpec{Group: "sre", Target: &clustergate.SessionLockTarget{Shoot: &clustergate.ShootReference{Name: "prod"}},
 				Reason: "freeze", ExpiresAt: &past}},
@@ -39,7 +39,7 @@ func TestTable(t *testing.T) {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
 	want := [][]any{
-		{"inc-1", "alice", "<none>", "<none>", "team-a", "Active", "INC-1", "<none>", "60m"},
+		{"inc-1", "alice,dataplane:alice", "<none>", "<none>", "team-a", "Active", "INC-1", "<none>", "60m"},
 		{"prod", "<none>", "sre", "shoot/prod", "<none>", "Expired", "freeze", "2026-12-01T21:59:00Z", "60m"},
 	}
 	for i, row := range table.Rows {

@@ -311,11 +311,15 @@ const (
 	KubeconfigStateReady KubeconfigState = "Ready"
 	// KubeconfigStateError means the last attempt to write the Secret failed.
 	KubeconfigStateError KubeconfigState = "Error"
+	// KubeconfigStateLocked means a SessionLock on the Shoot holds the
+	// object: no kubeconfig is written until it goes, and the one in the
+	// Secret, if any, expires.
+	KubeconfigStateLocked KubeconfigState = "Locked"
 )
 
 // GardenerClusterKubeconfigStatus is what the server observed about the kubeconfig.
 type GardenerClusterKubeconfigStatus struct {
-	// State is Ready or Error.
+	// State is Ready, Error or Locked.
 	// +optional
 	State KubeconfigState `json:"state,omitempty" protobuf:"bytes,1,opt,name=state,casttype=KubeconfigState"`
 	// LastSyncTime is when the kubeconfig in the Secret was last written.
@@ -355,8 +359,10 @@ type GardenerClusterKubeconfigList struct {
 // in force, a matching session cannot be created or extended, every request
 // and stream through its proxy ends within a second on every replica and
 // new ones are refused; the sessions stay, Ready=False with reason Locked,
-// and work again once the lock is deleted or expires before they do.
-// Cluster-scoped.
+// and work again once the lock is deleted or expires before they do. A lock
+// on a Shoot target that names no user or group also holds the
+// GardenerClusterKubeconfigs of that Shoot: no kubeconfig is written for
+// them (state Locked) until it goes. Cluster-scoped.
 type SessionLock struct {
 	metav1.TypeMeta `json:",inline"`
 	// Standard object metadata.
@@ -370,13 +376,27 @@ type SessionLock struct {
 // SessionLockSpec says which sessions a lock matches, why and until when.
 // Every member given must match: they combine with AND, so that
 // {user: alice, target: {shoot: {name: prod}}} locks alice's sessions to
-// prod only. At least one of user, group, target and namespace is given.
+// prod only. At least one of user, users, group, target and namespace is
+// given.
 type SessionLockSpec struct {
-	// User matches sessions whose owner (spec.owner.username) is this user.
+	// User matches sessions whose owner (spec.owner.username) is this user,
+	// and requests through them by this user. Together with users it names
+	// one person: any of the names matches.
 	// +optional
 	User string `json:"user,omitempty" protobuf:"bytes,1,opt,name=user"`
+	// Users are more user names of the same person, matched as user is: a
+	// person has a garden name and a name in each data-plane identity space
+	// (with its issuer's prefix, such as dataplane:alice@example.com), and
+	// sessions opened under either are theirs. At most 16, none empty.
+	// +optional
+	// +listType=set
+	Users []string `json:"users,omitempty" protobuf:"bytes,7,rep,name=users"`
 	// Group matches sessions whose owner had this group when the session
-	// was created (spec.owner.groups).
+	// was created (spec.owner.groups), and every request through any
+	// session whose requester is in this group now (the groups of the
+	// request's authenticated user, or of the data plane's verified token):
+	// a session assigned with fewer groups than its owner has does not
+	// escape it.
 	// +optional
 	Group string `json:"group,omitempty" protobuf:"bytes,2,opt,name=group"`
 	// Target matches sessions to this shoot or cluster.

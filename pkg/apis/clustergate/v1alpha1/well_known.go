@@ -50,6 +50,11 @@ const (
 	KubeconfigReasonRepaired       = "Repaired"
 	KubeconfigReasonAdopted        = "Adopted"
 	KubeconfigReasonSecretConflict = "SecretConflict"
+	// KubeconfigReasonLocked: a SessionLock on the Shoot holds the object.
+	KubeconfigReasonLocked = "Locked"
+	// KubeconfigReasonUnlocked is the event of a lock that no longer holds
+	// the object.
+	KubeconfigReasonUnlocked = "Unlocked"
 )
 
 // Labels and annotations of the Secret of a GardenerClusterKubeconfig. The

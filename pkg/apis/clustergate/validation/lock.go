@@ -10,9 +10,13 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 )
 
+// MaxLockUsers bounds spec.users: the names of one person, a garden name
+// and one in each data-plane identity space.
+const MaxLockUsers = 16
+
 // ValidateSessionLock validates a SessionLock, new or updated: it names at
-// least one of user, group, target and namespace, at most one target, and
-// a reason.
+// least one of user, users, group, target and namespace, at most one
+// target, and a reason.
 func ValidateSessionLock(l *clustergate.SessionLock) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&l.ObjectMeta, false, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	return append(allErrs, validateSessionLockSpec(&l.Spec, field.NewPath("spec"))...)
@@ -28,8 +32,22 @@ func ValidateSessionLockUpdate(newLock, oldLock *clustergate.SessionLock) field.
 
 func validateSessionLockSpec(spec *clustergate.SessionLockSpec, specPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if spec.User == "" && spec.Group == "" && spec.Target == nil && spec.Namespace == "" {
-		allErrs = append(allErrs, field.Required(specPath, "at least one of user, group, target and namespace, which must all match"))
+	if spec.User == "" && len(spec.Users) == 0 && spec.Group == "" && spec.Target == nil && spec.Namespace == "" {
+		allErrs = append(allErrs, field.Required(specPath, "at least one of user, users, group, target and namespace, which must all match"))
+	}
+	usersPath := specPath.Child("users")
+	if len(spec.Users) > MaxLockUsers {
+		allErrs = append(allErrs, field.TooMany(usersPath, len(spec.Users), MaxLockUsers))
+	}
+	seen := map[string]bool{}
+	for i, name := range spec.Users {
+		switch {
+		case name == "":
+			allErrs = append(allErrs, field.Required(usersPath.Index(i), "a user name; an empty one would match no one"))
+		case seen[name]:
+			allErrs = append(allErrs, field.Duplicate(usersPath.Index(i), name))
+		}
+		seen[name] = true
 	}
 	if t := spec.Target; t != nil {
 		targetPath := specPath.Child("target")

@@ -29,6 +29,12 @@ func TestValidateSessionLock(t *testing.T) {
 			Shoot: &clustergate.ShootReference{Name: "a"}, Cluster: &clustergate.LocalSecretReference{Name: "b"}}}, want: []string{"FieldValueForbidden spec.target.cluster"}},
 		{name: "bad shoot name", spec: clustergate.SessionLockSpec{Reason: "r", Target: &clustergate.SessionLockTarget{
 			Shoot: &clustergate.ShootReference{Name: "Prod"}}}, want: []string{"FieldValueInvalid spec.target.shoot.name"}},
+		{name: "users", spec: clustergate.SessionLockSpec{User: "alice", Users: []string{"dataplane:alice@example.com"}, Reason: "r"}},
+		{name: "users alone", spec: clustergate.SessionLockSpec{Users: []string{"dataplane:alice@example.com"}, Reason: "r"}},
+		{name: "empty user name", spec: clustergate.SessionLockSpec{Users: []string{"alice", ""}, Reason: "r"}, want: []string{"FieldValueRequired spec.users[1]"}},
+		{name: "user name twice", spec: clustergate.SessionLockSpec{Users: []string{"alice", "alice"}, Reason: "r"}, want: []string{"FieldValueDuplicate spec.users[1]"}},
+		{name: "too many users", spec: clustergate.SessionLockSpec{Users: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"}, Reason: "r"},
+			want: []string{"FieldValueTooMany spec.users"}},
 		{name: "bad namespace", spec: clustergate.SessionLockSpec{Reason: "r", Namespace: "Team_A"}, want: []string{"FieldValueInvalid spec.namespace"}},
 	}
 	for _, tt := range tests {

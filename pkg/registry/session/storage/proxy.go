@@ -109,8 +109,14 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 		return nil, err
 	}
 	// A lock this replica knows of refuses at once, before the leader
-	// marks the session Locked.
-	if msg, locked := r.registry.Holding(sessionlock.InternalSubjectOf(s)); locked {
+	// marks the session Locked; it holds the request also by its
+	// requester's current groups, which the session's snapshot of the
+	// owner's groups may lack.
+	subject := sessionlock.InternalSubjectOf(s)
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		subject.Requester = &sessionlock.Person{User: u.GetName(), Groups: u.GetGroups()}
+	}
+	if msg, locked := r.registry.Holding(subject); locked {
 		return nil, lockedProxy(s, msg)
 	}
 	if r.backends == nil {
@@ -128,7 +134,7 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username, Reason: s.Spec.Reason,
 		TargetName: session.Target(&s.Spec.Target),
 		ExpiresAt:  s.Status.ExpiresAt.Time, ResourceVersion: s.ResourceVersion,
-		Backend: backend.URL, Transport: backend.Transport, Way: way,
+		Backend: backend.URL, Transport: backend.Transport, Way: way, Subject: &subject,
 	}
 	if idleAt, ok := v1alpha1.InternalIdleDeadline(s); ok {
 		target.IdleAt = idleAt

@@ -18,7 +18,7 @@ import (
 //
 // GardenerClusterKubeconfigStatus is what the server observed about the kubeconfig.
 type GardenerClusterKubeconfigStatusApplyConfiguration struct {
-	// State is Ready or Error.
+	// State is Ready, Error or Locked.
 	State *clustergatev1alpha1.KubeconfigState `json:"state,omitempty"`
 	// LastSyncTime is when the kubeconfig in the Secret was last written.
 	LastSyncTime *v1.Time `json:"lastSyncTime,omitempty"`

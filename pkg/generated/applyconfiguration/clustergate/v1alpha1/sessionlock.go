@@ -23,8 +23,10 @@ import (
 // in force, a matching session cannot be created or extended, every request
 // and stream through its proxy ends within a second on every replica and
 // new ones are refused; the sessions stay, Ready=False with reason Locked,
-// and work again once the lock is deleted or expires before they do.
-// Cluster-scoped.
+// and work again once the lock is deleted or expires before they do. A lock
+// on a Shoot target that names no user or group also holds the
+// GardenerClusterKubeconfigs of that Shoot: no kubeconfig is written for
+// them (state Locked) until it goes. Cluster-scoped.
 type SessionLockApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration `json:""`
 	// Standard object metadata.

@@ -17,12 +17,24 @@ import (
 // SessionLockSpec says which sessions a lock matches, why and until when.
 // Every member given must match: they combine with AND, so that
 // {user: alice, target: {shoot: {name: prod}}} locks alice's sessions to
-// prod only. At least one of user, group, target and namespace is given.
+// prod only. At least one of user, users, group, target and namespace is
+// given.
 type SessionLockSpecApplyConfiguration struct {
-	// User matches sessions whose owner (spec.owner.username) is this user.
+	// User matches sessions whose owner (spec.owner.username) is this user,
+	// and requests through them by this user. Together with users it names
+	// one person: any of the names matches.
 	User *string `json:"user,omitempty"`
+	// Users are more user names of the same person, matched as user is: a
+	// person has a garden name and a name in each data-plane identity space
+	// (with its issuer's prefix, such as dataplane:alice@example.com), and
+	// sessions opened under either are theirs. At most 16, none empty.
+	Users []string `json:"users,omitempty"`
 	// Group matches sessions whose owner had this group when the session
-	// was created (spec.owner.groups).
+	// was created (spec.owner.groups), and every request through any
+	// session whose requester is in this group now (the groups of the
+	// request's authenticated user, or of the data plane's verified token):
+	// a session assigned with fewer groups than its owner has does not
+	// escape it.
 	Group *string `json:"group,omitempty"`
 	// Target matches sessions to this shoot or cluster.
 	Target *SessionLockTargetApplyConfiguration `json:"target,omitempty"`
@@ -48,6 +60,16 @@ func SessionLockSpec() *SessionLockSpecApplyConfiguration {
 // If called multiple times, the User field is set to the value of the last call.
 func (b *SessionLockSpecApplyConfiguration) WithUser(value string) *SessionLockSpecApplyConfiguration {
 	b.User = &value
+	return b
+}
+
+// WithUsers adds the given value to the Users field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Users field.
+func (b *SessionLockSpecApplyConfiguration) WithUsers(values ...string) *SessionLockSpecApplyConfiguration {
+	for i := range values {
+		b.Users = append(b.Users, values[i])
+	}
 	return b
 }
 
