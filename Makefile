@@ -89,13 +89,13 @@ test-monitoring:
 ## test-istio: istiod's own authorization builder turns the data plane's Istio policies into Envoy RBAC filters, evaluated per request
 test-istio:
 	$(PHASE) start $@
-	cd hack/tools/istio-authz && $(GO) test -count=1 ./...
+	cd test/tools/istio-authz && $(GO) test -count=1 ./...
 	$(PHASE) end $@
 
 ## test-workloads: (root) a Deployment, a StatefulSet with a claim and Services run by process-kubelet, a node that runs images from a local registry as host processes, each pod in a network namespace of its own
 test-workloads: tools build
 	$(PHASE) start $@
-	cd hack/tools/process-kubelet && $(GO) test -count=1 ./...
+	cd test/tools/process-kubelet && $(GO) test -count=1 ./...
 	$(GO) test $(TAGS) -count=1 -timeout=20m -v ./test/workloads/
 	$(PHASE) end $@
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds the pinned test tools (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, gardener-apiserver, node, the stand-in kubelet,
-# process-kubelet, the node that runs images as processes, prometheus with
-# promtool, and versitygw, the S3 server the e2e tests keep recordings in)
-# and the linter `make verify` runs (lint: golangci-lint), each from its own
-# Go module under hack/tools/<set>/. cert-manager (its controller and
+# kube-scheduler, gardener-apiserver, prometheus with promtool, and
+# versitygw, the S3 server the e2e tests keep recordings in) and the linter
+# `make verify` runs (lint: golangci-lint), each from its own Go module
+# under hack/tools/<set>/, and the project's own nodes, each its own module
+# under test/tools/<set>/: node, the stand-in kubelet, and process-kubelet,
+# the node that runs images as processes. cert-manager (its controller and
 # CA injector, and its CRDs in cert-manager-crds/) is built when asked for.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
-# (hack/tools/istio-authz is a test module, not a set: make test-istio.)
+# (test/tools/istio-authz is a test module, not a set: make test-istio.)
 # _output/bin/ holds links to the current builds.
 #
 # Usage: hack/tools/build.sh [SET...]   (default: the test tools, all sets but
@@ -37,6 +38,7 @@ module_version() {
 
 build_set() {
   local set=$1 dir="${root}/hack/tools/$1" key dest
+  [[ -d "${dir}" ]] || dir="${root}/test/tools/$1"
   key=$( { go version; find "${dir}" -maxdepth 1 -type f -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-12)
   dest="${out}/tools/${set}-${key}"
   # One build of a set at a time: .ci/run builds the tools in the

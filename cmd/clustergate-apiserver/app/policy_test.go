@@ -23,7 +23,7 @@ import (
 
 // goldenPolicies holds the policies the server writes for the sessions of
 // policySessions under the shipped data-plane component. The Istio proof
-// (hack/tools/istio-authz) feeds them with the component through Istio's
+// (test/tools/istio-authz) feeds them with the component through Istio's
 // own authorization builder; TestDesiredPolicyGolden keeps them current
 // (UPDATE_GOLDEN=1 rewrites them).
 const goldenPolicies = "testdata/authorizationpolicies.yaml"
@@ -91,6 +91,6 @@ func TestDesiredPolicyGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(golden), out.String()); diff != "" {
-		t.Errorf("%s is not what the server writes (UPDATE_GOLDEN=1 rewrites it; then run hack/tools/istio-authz) (-file +now):\n%s", goldenPolicies, diff)
+		t.Errorf("%s is not what the server writes (UPDATE_GOLDEN=1 rewrites it; then run test/tools/istio-authz) (-file +now):\n%s", goldenPolicies, diff)
 	}
 }

@@ -1,6 +1,6 @@
 // Module node pins the stand-in kubelet of the local control plane: exec and
 // port-forward streams served with the kubelet's own streaming library.
-module github.com/clustergate/clustergate/hack/tools/node
+module github.com/clustergate/clustergate/test/tools/node
 
 go 1.26.0
 

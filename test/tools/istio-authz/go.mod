@@ -4,7 +4,7 @@
 // artifacts/components/data-plane and the server's per-session
 // AuthorizationPolicies, and evaluates them. It lives apart from the main
 // module, which never depends on istio.io/istio; `make test-istio` runs it.
-module github.com/clustergate/clustergate/hack/tools/istio-authz
+module github.com/clustergate/clustergate/test/tools/istio-authz
 
 go 1.26.0
 

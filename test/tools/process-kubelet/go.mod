@@ -2,7 +2,7 @@
 // processes: virtual-kubelet's node library, the k8s.io modules it is
 // built with, and go-containerregistry to pull and unpack images. It lives
 // apart from the main module so that its pins never move the server's.
-module github.com/clustergate/clustergate/hack/tools/process-kubelet
+module github.com/clustergate/clustergate/test/tools/process-kubelet
 
 go 1.26.0
 
