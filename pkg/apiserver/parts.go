@@ -33,12 +33,12 @@ import (
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 )
 
-// parts are what the server runs besides its storage: the registry of this
+// parts are what the server runs besides its storage: the connection tracker of this
 // replica's proxied requests, the cache of the sessions' credentials it
 // reaches targets with, and, once it serves, the caches of its own objects,
 // the object metrics and the controllers.
 type parts struct {
-	registry *proxy.Registry
+	tracker *proxy.Tracker
 	// recorder records sessions (nil when off); recordings reads them back.
 	recorder   *recording.Recorder
 	recordings recording.Reader
@@ -50,13 +50,13 @@ type parts struct {
 // newParts builds the parts the storage needs before the server exists.
 func (c CompletedConfig) newParts() (*parts, error) {
 	extra := c.ExtraConfig
-	p := &parts{registry: proxy.NewRegistry(clock.RealClock{}, extra.ProxyLimits)}
+	p := &parts{tracker: proxy.NewTracker(clock.RealClock{}, extra.ProxyLimits)}
 	var err error
 	if p.recorder, p.recordings, err = extra.Recording.newRecording(); err != nil {
 		return nil, err
 	}
 	if p.recorder != nil {
-		p.registry.RecordWith(p.recorder)
+		p.tracker.RecordWith(p.recorder)
 	}
 	if extra.Standalone {
 		return p, nil
@@ -77,7 +77,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 
 // proxyConfig is what sessions/proxy and sessions/kubeconfig need.
 func (p *parts) proxyConfig(kc sessionstorage.KubeconfigConfig) sessionstorage.ProxyConfig {
-	cfg := sessionstorage.ProxyConfig{Registry: p.registry, Kubeconfig: kc}
+	cfg := sessionstorage.ProxyConfig{Tracker: p.tracker, Kubeconfig: kc}
 	if p.recorder != nil {
 		cfg.Recordings = &p.recordings
 	}
@@ -100,7 +100,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	}
 	// Every replica records the last use of the sessions it serves, at
 	// most once an interval per session across the replicas.
-	p.registry.RecordLastUse(extra.SessionPolicy.LastUseInterval(), lastUseWriter(client))
+	p.tracker.RecordLastUse(extra.SessionPolicy.LastUseInterval(), lastUseWriter(client))
 	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
 		clustergateinformers.WithTransform(controllerutil.SlimForCache))
 	sessions := factory.Clustergate().V1alpha1().Sessions()
@@ -116,12 +116,12 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			forget = p.credentials.Forget
 			p.credentialInformers.Start(hookCtx.Done())
 		}
-		if err := p.registry.EndWithSessions(sessions.Informer(), forget); err != nil {
+		if err := p.tracker.EndWithSessions(sessions.Informer(), forget); err != nil {
 			return err
 		}
 		// Every replica cuts the sessions a SessionLock holds itself, from
 		// its own informer, without waiting for the leader.
-		if err := p.registry.EndWithLocks(locks.Informer(), sessions.Informer().GetStore()); err != nil {
+		if err := p.tracker.EndWithLocks(locks.Informer(), sessions.Informer().GetStore()); err != nil {
 			return err
 		}
 		if p.recorder != nil {
@@ -136,7 +136,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	// replica stops, and their clients reconnect to another one. (The
 	// controllers' hook must not wait for this.)
 	server.AddPreShutdownHookOrDie("end-proxied-streams", func() error {
-		time.AfterFunc(server.ShutdownDelayDuration, p.registry.Stop)
+		time.AfterFunc(server.ShutdownDelayDuration, p.tracker.Stop)
 		return nil
 	})
 	if extra.DataPlane.Address != "" {

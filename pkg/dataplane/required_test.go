@@ -68,9 +68,9 @@ func TestRecordingRequiredRefusals(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := recording.New(recording.Config{Store: s, Policy: tt.policy, FlushInterval: time.Hour})
-			registry := proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})
-			registry.RecordWith(rec)
-			sessions := registryOpener{registry: registry, target: proxy.Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice",
+			tracker := proxy.NewTracker(clock.RealClock{}, proxy.Limits{})
+			tracker.RecordWith(rec)
+			sessions := trackerOpener{tracker: tracker, target: proxy.Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice",
 				ExpiresAt: time.Now().Add(time.Hour), Backend: backURL, Transport: &http.Transport{}}}
 			front := httptest.NewServer(Handler(context.Background(), auth, sessions))
 			defer front.Close()

@@ -109,10 +109,10 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// recordingProxy serves the registry with refusals written as Status.
+// recordingProxy serves the tracker with refusals written as Status.
 func recordingProxy(t testing.TB, rec *recording.Recorder, tgt Target) string {
 	t.Helper()
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	r.RecordWith(rec)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{w: w}).ServeHTTP(w, req)

@@ -15,7 +15,7 @@ import (
 // idleAction is the next step for a session that went unused for its idle
 // timeout: it ends like an expired one, but stays until its expiry so that
 // its owner and the auditors see why it ended. First its conditions say
-// Idle (the status write every replica's registry reacts to, with the
+// Idle (the status write every replica's connection tracker reacts to, with the
 // event), then its credentials are removed; the CSR and the policy of a
 // session go with the session at its expiry, as they are no credentials
 // and let nothing through once the proxy refuses it.

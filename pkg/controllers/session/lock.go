@@ -55,7 +55,7 @@ func (c *Controller) allSessions(any) []types.NamespacedName {
 
 // lockedAction is the next step for a session a lock holds: its Ready
 // condition says Locked, naming the lock and its reason (the status write
-// every replica's registry reacts to, with the event). Its credentials,
+// every replica's connection tracker reacts to, with the event). Its credentials,
 // CSR and policy stay, so that it works again at once when the lock goes;
 // the next pass comes when the lock or the session expires.
 func lockedAction(o Observed, untilExpiry time.Duration) Action {

@@ -39,7 +39,7 @@ func TestLockRefusesCreateExtensionAndApproval(t *testing.T) {
 	policy.ApprovalGroups = sets.New("admin")
 	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
 		Policy: policy, Locks: locks,
-		Proxy: ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})},
+		Proxy: ProxyConfig{Tracker: proxy.NewTracker(clock.RealClock{}, proxy.Limits{})},
 	})
 	if err != nil {
 		t.Fatal(err)

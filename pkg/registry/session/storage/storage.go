@@ -43,8 +43,8 @@ type SessionStorage struct {
 
 // ProxyConfig configures the proxy and kubeconfig subresources.
 type ProxyConfig struct {
-	// Registry tracks the open connections of this replica.
-	Registry *proxy.Registry
+	// Tracker tracks the open connections of this replica.
+	Tracker *proxy.Tracker
 	// Backends finds how to reach a session's target; nil when the server
 	// keeps no credentials (standalone).
 	Backends Backends
@@ -100,7 +100,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 			what: "approve the session's request", refuses: approves},
 		Extension: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
 			what: "extend the session", refuses: extends},
-		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, registry: cfg.Proxy.Registry, clock: clock.RealClock{}},
+		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, tracker: cfg.Proxy.Tracker, clock: clock.RealClock{}},
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
 		Recordings: &RecordingsREST{reader: cfg.Proxy.Recordings},
 	}, nil

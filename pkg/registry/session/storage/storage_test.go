@@ -45,7 +45,7 @@ func newLimitedStorage(t *testing.T, maxPerOwner int) SessionStorage {
 	policy.ApprovalGroups = sets.New("admin")
 	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
 		Policy: policy, MaxPerOwner: maxPerOwner,
-		Proxy: ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})},
+		Proxy: ProxyConfig{Tracker: proxy.NewTracker(clock.RealClock{}, proxy.Limits{})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -25,9 +25,9 @@ func TestRegistry(t *testing.T) {
 	tests := []struct {
 		name   string
 		limits Limits
-		run    func(t *testing.T, r *Registry, clk *clocktesting.FakeClock)
+		run    func(t *testing.T, r *Tracker, clk *clocktesting.FakeClock)
 	}{
-		{name: "end cancels every connection with its reason", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+		{name: "end cancels every connection with its reason", run: func(t *testing.T, r *Tracker, _ *clocktesting.FakeClock) {
 			a, releaseA, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
 			must(t, err)
 			defer releaseA()
@@ -50,7 +50,7 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("open after end: %v, want ErrDeleted", err)
 			}
 		}},
-		{name: "stop ends every session's connections and refuses new ones", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+		{name: "stop ends every session's connections and refuses new ones", run: func(t *testing.T, r *Tracker, _ *clocktesting.FakeClock) {
 			a, releaseA, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
 			must(t, err)
 			defer releaseA()
@@ -71,7 +71,7 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("a refusal of a stopping replica is not a 503")
 			}
 		}},
-		{name: "the timer at expiresAt ends connections", run: func(t *testing.T, r *Registry, clk *clocktesting.FakeClock) {
+		{name: "the timer at expiresAt ends connections", run: func(t *testing.T, r *Tracker, clk *clocktesting.FakeClock) {
 			ctx, release, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Minute))
 			must(t, err)
 			defer release()
@@ -89,7 +89,7 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("cause = %v, want ErrExpired", context.Cause(ctx))
 			}
 		}},
-		{name: "not ready refuses until resumed", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+		{name: "not ready refuses until resumed", run: func(t *testing.T, r *Tracker, _ *clocktesting.FakeClock) {
 			ctx, release, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
 			must(t, err)
 			defer release()
@@ -105,14 +105,14 @@ func TestRegistry(t *testing.T) {
 			must(t, err)
 			again()
 		}},
-		{name: "resume does not lift a deletion", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+		{name: "resume does not lift a deletion", run: func(t *testing.T, r *Tracker, _ *clocktesting.FakeClock) {
 			r.End("s1", ErrDeleted)
 			r.Resume("s1")
 			if _, _, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour)); !errors.Is(err, ErrDeleted) {
 				t.Errorf("open after resume of a deleted session: %v, want ErrDeleted", err)
 			}
 		}},
-		{name: "ended sessions are forgotten after a while", run: func(t *testing.T, r *Registry, clk *clocktesting.FakeClock) {
+		{name: "ended sessions are forgotten after a while", run: func(t *testing.T, r *Tracker, clk *clocktesting.FakeClock) {
 			r.End("s1", ErrDeleted)
 			clk.Step(tombstoneTTL)
 			if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
@@ -123,12 +123,12 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("the ended session is still remembered after %s", tombstoneTTL)
 			}
 		}},
-		{name: "expired sessions are refused", run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+		{name: "expired sessions are refused", run: func(t *testing.T, r *Tracker, _ *clocktesting.FakeClock) {
 			if _, _, err := r.Open(context.Background(), "s1", "alice", start); !errors.Is(err, ErrExpired) {
 				t.Errorf("got %v, want ErrExpired", err)
 			}
 		}},
-		{name: "per-session limit", limits: Limits{PerSession: 2}, run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+		{name: "per-session limit", limits: Limits{PerSession: 2}, run: func(t *testing.T, r *Tracker, _ *clocktesting.FakeClock) {
 			_, r1, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
 			must(t, err)
 			_, r2, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
@@ -145,7 +145,7 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("open connections = %d, want 1", n)
 			}
 		}},
-		{name: "per-owner limit spans sessions", limits: Limits{PerOwner: 1}, run: func(t *testing.T, r *Registry, _ *clocktesting.FakeClock) {
+		{name: "per-owner limit spans sessions", limits: Limits{PerOwner: 1}, run: func(t *testing.T, r *Tracker, _ *clocktesting.FakeClock) {
 			_, release, err := r.Open(context.Background(), "s1", "alice", start.Add(time.Hour))
 			must(t, err)
 			defer release()
@@ -160,7 +160,7 @@ func TestRegistry(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
-			tt.run(t, NewRegistry(clk, tt.limits), clk)
+			tt.run(t, NewTracker(clk, tt.limits), clk)
 		})
 	}
 }
@@ -206,7 +206,7 @@ func backend(tb testing.TB, h http.HandlerFunc) (*url.URL, *http.Transport) {
 
 // released waits up to timeout until r holds no connection of target's
 // session, and says whether it came to that.
-func released(r *Registry, timeout time.Duration) bool {
+func released(r *Tracker, timeout time.Duration) bool {
 	return wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return r.OpenConnections("s1") == 0, nil
 	}) == nil

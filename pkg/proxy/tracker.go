@@ -3,7 +3,7 @@
 
 // Package proxy streams a session owner's requests to the session's target
 // and ends them when the session ends. Every server replica keeps its own
-// Registry of open connections with a timer at each session's expiry and
+// Tracker of open connections with a timer at each session's expiry and
 // idle deadline, so no connection outlives its session by waiting for a
 // leader, and records when its sessions were last used (lastuse.go).
 package proxy
@@ -46,8 +46,8 @@ type Limits struct {
 	PerOwner   int
 }
 
-// Registry tracks the open connections of every session on this replica.
-type Registry struct {
+// Tracker tracks the open connections of every session on this replica.
+type Tracker struct {
 	clock  clock.WithDelayedExecution
 	limits Limits
 
@@ -95,29 +95,29 @@ type openConn struct {
 	subject *sessionlock.Subject
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry(clk clock.WithDelayedExecution, limits Limits) *Registry {
-	return &Registry{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{},
+// NewTracker returns an empty tracker.
+func NewTracker(clk clock.WithDelayedExecution, limits Limits) *Tracker {
+	return &Tracker{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{},
 		extended: map[types.UID]time.Time{}, idle: map[types.UID]time.Time{}}
 }
 
 // Open registers a connection of a session. The returned context is
 // canceled, with the reason as its cause, when the session expires or is
 // ended; release must be called when the connection is over.
-func (r *Registry) Open(parent context.Context, uid types.UID, owner string, expiresAt time.Time) (context.Context, func(), error) {
+func (r *Tracker) Open(parent context.Context, uid types.UID, owner string, expiresAt time.Time) (context.Context, func(), error) {
 	return r.OpenUntil(parent, uid, owner, expiresAt, time.Time{})
 }
 
 // OpenUntil is Open for a session that also ends at idleAt, its idle
 // deadline as read with the session (zero: none); a later one the sessions
 // informer reported since counts instead.
-func (r *Registry) OpenUntil(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time) (context.Context, func(), error) {
+func (r *Tracker) OpenUntil(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time) (context.Context, func(), error) {
 	return r.openConn(parent, uid, owner, expiresAt, idleAt, nil)
 }
 
 // openConn is OpenUntil of a connection that SessionLocks also match on
 // subject, when it is not nil.
-func (r *Registry) openConn(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time,
+func (r *Tracker) openConn(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time,
 	subject *sessionlock.Subject) (context.Context, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -175,7 +175,7 @@ func (r *Registry) openConn(parent context.Context, uid types.UID, owner string,
 
 // expireAt sets the timer of t to end its session at expiresAt or at its
 // idle deadline, whichever comes first.
-func (r *Registry) expireAt(uid types.UID, t *tracked, expiresAt time.Time) {
+func (r *Tracker) expireAt(uid types.UID, t *tracked, expiresAt time.Time) {
 	t.expiresAt = expiresAt
 	at, reason := expiresAt, ErrExpired
 	if !t.idleAt.IsZero() && t.idleAt.Before(at) {
@@ -190,7 +190,7 @@ func (r *Registry) expireAt(uid types.UID, t *tracked, expiresAt time.Time) {
 // expire ends the session of t when its timer fired, unless an extension
 // or a recorded use moved its end since: one that came between the timer
 // and this call would otherwise be lost to the tombstone.
-func (r *Registry) expire(uid types.UID, t *tracked, expiresAt, idleAt time.Time, reason error) {
+func (r *Tracker) expire(uid types.UID, t *tracked, expiresAt, idleAt time.Time, reason error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sessions[uid] == t && t.expiresAt.Equal(expiresAt) && t.idleAt.Equal(idleAt) {
@@ -202,7 +202,7 @@ func (r *Registry) expire(uid types.UID, t *tracked, expiresAt, idleAt time.Time
 // idleAt, as a use recorded in its status does; an earlier one changes
 // nothing. A deadline that reaches this replica just after its timer ended
 // the session, from a use recorded in time, lifts the tombstone.
-func (r *Registry) Idle(uid types.UID, idleAt time.Time) {
+func (r *Tracker) Idle(uid types.UID, idleAt time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if later, ok := r.idle[uid]; !ok || idleAt.After(later) {
@@ -224,7 +224,7 @@ func (r *Registry) Idle(uid types.UID, idleAt time.Time) {
 // earlier expiresAt changes nothing. Open connections keep running. It
 // lifts the tombstone of an expiry, so callers pass only extensions of a
 // session that is not being deleted.
-func (r *Registry) Extend(uid types.UID, expiresAt time.Time) {
+func (r *Tracker) Extend(uid types.UID, expiresAt time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	t := r.sessions[uid]
@@ -246,9 +246,9 @@ func (r *Registry) Extend(uid types.UID, expiresAt time.Time) {
 	}
 }
 
-// Forget drops what the registry remembers of a deleted session beyond
+// Forget drops what the tracker remembers of a deleted session beyond
 // its tombstone.
-func (r *Registry) Forget(uid types.UID) {
+func (r *Tracker) Forget(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.extended, uid)
@@ -257,14 +257,14 @@ func (r *Registry) Forget(uid types.UID) {
 
 // End ends every connection of a session with the given reason and refuses
 // new ones for a while (ErrNotReady until Resume).
-func (r *Registry) End(uid types.UID, reason error) {
+func (r *Tracker) End(uid types.UID, reason error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.end(uid, reason)
 }
 
 // end is End with r.mu held.
-func (r *Registry) end(uid types.UID, reason error) {
+func (r *Tracker) end(uid types.UID, reason error) {
 	t := r.sessions[uid]
 	if t == nil {
 		t = &tracked{conns: map[uint64]*openConn{}}
@@ -289,7 +289,7 @@ func (r *Registry) end(uid types.UID, reason error) {
 // Stop ends every open connection with ErrStopping and refuses new ones
 // with it, for a replica that stops: its HTTP server's shutdown would
 // otherwise wait for streams (watches, exec) until its timeout.
-func (r *Registry) Stop() {
+func (r *Tracker) Stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopping = true
@@ -304,7 +304,7 @@ func (r *Registry) Stop() {
 
 // Resume accepts connections of a session again that End refused because
 // it was no longer ready (or locked), once it is ready again.
-func (r *Registry) Resume(uid types.UID) {
+func (r *Tracker) Resume(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t := r.sessions[uid]; t != nil && (errors.Is(t.ended, ErrNotReady) || errors.Is(t.ended, ErrLocked)) {
@@ -314,14 +314,14 @@ func (r *Registry) Resume(uid types.UID) {
 
 // lift drops the tombstone t of a session, so that it accepts connections
 // again. Connections it ended still hold t and let go of it alone.
-func (r *Registry) lift(uid types.UID, t *tracked) {
+func (r *Tracker) lift(uid types.UID, t *tracked) {
 	t.timer.Stop()
 	delete(r.sessions, uid)
 }
 
 // forget drops the tombstone t of a session, unless a newer entry took its
 // place.
-func (r *Registry) forget(uid types.UID, t *tracked) {
+func (r *Tracker) forget(uid types.UID, t *tracked) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.sessions[uid] == t {
@@ -330,7 +330,7 @@ func (r *Registry) forget(uid types.UID, t *tracked) {
 }
 
 // OpenConnections returns the number of open connections of a session.
-func (r *Registry) OpenConnections(uid types.UID) int {
+func (r *Tracker) OpenConnections(uid types.UID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t := r.sessions[uid]; t != nil {
