@@ -57,7 +57,7 @@ func init() {
 // server's: plain settings, as the command's flags give them, from which
 // New builds the server's parts. NewConfig fills in what they name in
 // files: Kubeconfig.CAData, Kubeconfig.DataPlaneCAData,
-// Kubeconfig.DataPlaneUserPrefixes and Controllers.Session.Policy.Issuers.
+// Kubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.Policy.Issuers.
 type ExtraConfig struct {
 	// SessionPolicy bounds the Sessions users may create.
 	SessionPolicy validation.SessionPolicy
@@ -75,7 +75,7 @@ type ExtraConfig struct {
 	// address. Its AuthenticationConfiguration also says how its issuers
 	// name users.
 	DataPlane dataplane.Config
-	// Controllers configures the controllers; Controllers.Session.Namespace
+	// Controllers configures the controllers; Controllers.Sessions.Namespace
 	// is the server's own namespace, which holds the sessions' credentials.
 	Controllers controllers.Options
 	// ClientQPS and ClientBurst bound the requests of the controllers and

@@ -22,8 +22,8 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/gardenerclusterkubeconfigs"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
@@ -67,7 +67,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 	}
 	// Only the credentials Secrets of the server's namespace: the cache
 	// must not hold every Secret of a control plane.
-	namespace := extra.Controllers.Session.Namespace
+	namespace := extra.Controllers.Sessions.Namespace
 	p.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
 		informers.WithTransform(controllerutil.SlimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))
@@ -103,12 +103,12 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	p.tracker.RecordLastUse(extra.SessionPolicy.LastUseInterval(), lastUseWriter(client))
 	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
 		clustergateinformers.WithTransform(controllerutil.SlimForCache))
-	sessions := factory.Clustergate().V1alpha1().Sessions()
-	kubeconfigs := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
+	sessionInformer := factory.Clustergate().V1alpha1().Sessions()
+	kubeconfigInformer := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
 	locks := factory.Clustergate().V1alpha1().SessionLocks()
 	registerObjectMetrics(
-		session.NewCollector(sessions.Lister(), sessions.Informer().HasSynced, clock.RealClock{}),
-		kubeconfig.NewCollector(kubeconfigs.Lister(), kubeconfigs.Informer().HasSynced, extra.Controllers.Kubeconfig.Config, clock.RealClock{}))
+		sessions.NewCollector(sessionInformer.Lister(), sessionInformer.Informer().HasSynced, clock.RealClock{}),
+		gardenerclusterkubeconfigs.NewCollector(kubeconfigInformer.Lister(), kubeconfigInformer.Informer().HasSynced, extra.Controllers.GardenerClusterKubeconfigs.Config, clock.RealClock{}))
 
 	server.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
 		forget := func(types.UID) {}
@@ -116,12 +116,12 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			forget = p.credentials.Forget
 			p.credentialInformers.Start(hookCtx.Done())
 		}
-		if err := p.tracker.EndWithSessions(sessions.Informer(), forget); err != nil {
+		if err := p.tracker.EndWithSessions(sessionInformer.Informer(), forget); err != nil {
 			return err
 		}
 		// Every replica cuts the sessions a SessionLock holds itself, from
 		// its own informer, without waiting for the leader.
-		if err := p.tracker.EndWithLocks(locks.Informer(), sessions.Informer().GetStore()); err != nil {
+		if err := p.tracker.EndWithLocks(locks.Informer(), sessionInformer.Informer().GetStore()); err != nil {
 			return err
 		}
 		if p.recorder != nil {
@@ -190,13 +190,13 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			defer close(controllersStopped)
 			defer stop()
 			err := controllers.Run(ctx, controllers.Config{
-				Options:     extra.Controllers,
-				Loopback:    extra.withClientLimits(hookCtx.LoopbackClientConfig),
-				Core:        extra.withClientLimits(core),
-				Sessions:    sessions,
-				Kubeconfigs: kubeconfigs,
-				Locks:       locks,
-				Credentials: credentialSecrets,
+				Options:            extra.Controllers,
+				Loopback:           extra.withClientLimits(hookCtx.LoopbackClientConfig),
+				Core:               extra.withClientLimits(core),
+				SessionInformer:    sessionInformer,
+				KubeconfigInformer: kubeconfigInformer,
+				LockInformer:       locks,
+				CredentialInformer: credentialSecrets,
 			})
 			if err != nil {
 				klog.ErrorS(err, "Controllers stopped")

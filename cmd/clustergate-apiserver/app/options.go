@@ -53,7 +53,7 @@ type Options struct {
 	SessionLifecycle validation.SessionPolicy
 	// sessionApprovalGroups is the flag form of SessionLifecycle.ApprovalGroups.
 	sessionApprovalGroups []string
-	// istioSelector is the flag form of Server.Controllers.Session.Policy.Selector.
+	// istioSelector is the flag form of Server.Controllers.Sessions.Policy.Selector.
 	istioSelector string
 
 	// embeddedEtcdURL is set by Complete when the server runs its own etcd.
@@ -80,10 +80,10 @@ func NewOptions() *Options {
 	s.ClientQPS, s.ClientBurst = 100, 200
 	c := &s.Controllers
 	c.Gardener = gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second}
-	c.Kubeconfig.RotationRatio, c.Kubeconfig.ConflictRecheck, c.Kubeconfig.GardenerRetry = 0.6, 5*time.Minute, 5*time.Minute
-	c.Kubeconfig.Expiration, c.Kubeconfig.Workers = 24*time.Hour, 10
-	c.Session.CSRPoll, c.Session.RetryAfter = 2*time.Second, 30*time.Second
-	c.Session.Namespace, c.Session.Policy.Port, c.Session.Workers = serverNamespace(), 8444, 10
+	c.GardenerClusterKubeconfigs.RotationRatio, c.GardenerClusterKubeconfigs.ConflictRecheck, c.GardenerClusterKubeconfigs.GardenerRetry = 0.6, 5*time.Minute, 5*time.Minute
+	c.GardenerClusterKubeconfigs.Expiration, c.GardenerClusterKubeconfigs.Workers = 24*time.Hour, 10
+	c.Sessions.CSRPoll, c.Sessions.RetryAfter = 2*time.Second, 30*time.Second
+	c.Sessions.Namespace, c.Sessions.Policy.Port, c.Sessions.Workers = serverNamespace(), 8444, 10
 	c.LeaderElect, c.LeaseNamespace = true, serverNamespace()
 	c.LockRetention = 7 * 24 * time.Hour
 	o.defaultRecording()
@@ -103,11 +103,11 @@ func serverNamespace() string {
 // and standalone mode when there is no core cluster.
 func (o *Options) Complete() error {
 	o.Server.SessionPolicy = o.sessionPolicy()
-	o.Server.Controllers.Session.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
+	o.Server.Controllers.Sessions.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
 	o.completeRecording()
 	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
 	if err == nil {
-		o.Server.Controllers.Session.Policy.Selector = selector
+		o.Server.Controllers.Sessions.Policy.Selector = selector
 	}
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		u, err := embeddedetcd.FreeLocalURL()
@@ -150,17 +150,17 @@ func (o *Options) Validate() error {
 	if c.Gardener.Project != "" && c.Gardener.Kubeconfig == "" {
 		errs = append(errs, fmt.Errorf("--gardener-kubeconfig is required with --gardener-project"))
 	}
-	if r := c.Kubeconfig.RotationRatio; r <= 0 || r >= 1 {
+	if r := c.GardenerClusterKubeconfigs.RotationRatio; r <= 0 || r >= 1 {
 		errs = append(errs, fmt.Errorf("--kubeconfig-rotation-ratio must lie between 0 and 1, got %v", r))
 	}
-	if c.Kubeconfig.Expiration < gardener.MinExpiration {
+	if c.GardenerClusterKubeconfigs.Expiration < gardener.MinExpiration {
 		errs = append(errs, fmt.Errorf("--kubeconfig-expiration must be at least %s", gardener.MinExpiration))
 	}
-	if c.Session.Policy.Namespace != "" {
+	if c.Sessions.Policy.Namespace != "" {
 		if s.DataPlane.AuthenticationConfigFile == "" {
 			errs = append(errs, fmt.Errorf("--istio-namespace needs --data-plane-authentication-config: the policies match its issuers and claims"))
 		}
-		if p := c.Session.Policy.Port; p < 1 || p > 65535 {
+		if p := c.Sessions.Policy.Port; p < 1 || p > 65535 {
 			errs = append(errs, fmt.Errorf("--istio-gateway-port must be a port, got %d", p))
 		} else if p == o.RecommendedOptions.SecureServing.BindPort || strings.HasSuffix(s.DataPlane.Address, ":"+strconv.Itoa(p)) {
 			// Where Istio drops a DENY rule's HTTP conditions the port
@@ -211,7 +211,7 @@ func (o *Options) Validate() error {
 	if s.ClientQPS <= 0 || s.ClientBurst < 1 {
 		errs = append(errs, fmt.Errorf("--controller-qps and --controller-burst must be positive"))
 	}
-	if c.Kubeconfig.Workers < 1 || c.Session.Workers < 1 {
+	if c.GardenerClusterKubeconfigs.Workers < 1 || c.Sessions.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--kubeconfig-workers and --session-workers must be at least 1"))
 	}
 	errs = append(errs, o.validateRecording()...)
@@ -246,7 +246,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serving := o.RecommendedOptions.SecureServing
 	serving.ServerCert.CertDirectory = o.certDirectory()
 	// The aggregator dials an APIService's Service by its cluster DNS name.
-	service := "clustergate." + o.Server.Controllers.Session.Namespace + ".svc"
+	service := "clustergate." + o.Server.Controllers.Sessions.Namespace + ".svc"
 	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", []string{service, service + ".cluster.local"},
 		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)
