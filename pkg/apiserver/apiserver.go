@@ -59,8 +59,8 @@ func init() {
 // files: Kubeconfig.CAData, Kubeconfig.DataPlaneCAData,
 // Kubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.Policy.Issuers.
 type ExtraConfig struct {
-	// SessionPolicy bounds the Sessions users may create.
-	SessionPolicy validation.SessionPolicy
+	// SessionLimits bound the Sessions users may create.
+	SessionLimits validation.SessionLimits
 	// SessionMaxPerOwner caps the live sessions of one owner; 0 is no cap.
 	SessionMaxPerOwner int
 	// ProxyLimits cap the concurrent proxied requests of a session and of
@@ -134,7 +134,7 @@ func (cfg *Config) Complete() CompletedConfig {
 
 // New builds the server and installs the clustergate.dev API group.
 func (c CompletedConfig) New() (*Server, error) {
-	if err := c.ExtraConfig.SessionPolicy.Validate(); err != nil {
+	if err := c.ExtraConfig.SessionLimits.Validate(); err != nil {
 		return nil, err
 	}
 	reportBuild()
@@ -153,7 +153,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, sessionstorage.Config{
-		Policy: c.ExtraConfig.SessionPolicy, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.Kubeconfig),
+		Limits: c.ExtraConfig.SessionLimits, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.Kubeconfig),
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
 		Finalize: !c.ExtraConfig.Standalone,

@@ -100,7 +100,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	}
 	// Every replica records the last use of the sessions it serves, at
 	// most once an interval per session across the replicas.
-	p.tracker.RecordLastUse(extra.SessionPolicy.LastUseInterval(), lastUseWriter(client))
+	p.tracker.RecordLastUse(extra.SessionLimits.LastUseInterval(), lastUseWriter(client))
 	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
 		clustergateinformers.WithTransform(controllerutil.SlimForCache))
 	sessionInformer := factory.Clustergate().V1alpha1().Sessions()

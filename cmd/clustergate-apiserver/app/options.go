@@ -49,8 +49,8 @@ type Options struct {
 	// SessionAccessGroups are the access groups a Session may ask for.
 	SessionAccessGroups []string
 	// SessionLifecycle holds the --session-* flags of approval, extension
-	// and justification; sessionPolicy merges them with the TTLs.
-	SessionLifecycle validation.SessionPolicy
+	// and justification; sessionLimits merges them with the TTLs.
+	SessionLifecycle validation.SessionLimits
 	// sessionApprovalGroups is the flag form of SessionLifecycle.ApprovalGroups.
 	sessionApprovalGroups []string
 	// istioSelector is the flag form of Server.Controllers.Sessions.Policy.Selector.
@@ -62,14 +62,14 @@ type Options struct {
 
 // NewOptions returns the options with their defaults.
 func NewOptions() *Options {
-	policy := validation.DefaultSessionPolicy()
+	policy := validation.DefaultSessionLimits()
 	o := &Options{
 		RecommendedOptions:  apiserver.NewRecommendedOptions(),
 		DataDir:             "clustergate-data",
 		SessionMinTTL:       policy.MinTTL,
 		SessionMaxTTL:       policy.MaxTTL,
 		SessionAccessGroups: sets.List(policy.AccessGroups),
-		SessionLifecycle:    validation.SessionPolicy{ApprovalTimeout: policy.ApprovalTimeout, LastUsedInterval: policy.LastUsedInterval},
+		SessionLifecycle:    validation.SessionLimits{ApprovalTimeout: policy.ApprovalTimeout, LastUsedInterval: policy.LastUsedInterval},
 		istioSelector:       "istio=clustergate-data-plane",
 	}
 	// Field by field: the settings' types belong to the server's parts,
@@ -102,7 +102,7 @@ func serverNamespace() string {
 // give in another form, an embedded etcd when no --etcd-servers are given,
 // and standalone mode when there is no core cluster.
 func (o *Options) Complete() error {
-	o.Server.SessionPolicy = o.sessionPolicy()
+	o.Server.SessionLimits = o.sessionLimits()
 	o.Server.Controllers.Sessions.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
 	o.completeRecording()
 	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
@@ -135,7 +135,7 @@ func (o *Options) Complete() error {
 func (o *Options) Validate() error {
 	s, c := &o.Server, &o.Server.Controllers
 	errs := o.RecommendedOptions.Validate()
-	if err := o.sessionPolicy().Validate(); err != nil {
+	if err := o.sessionLimits().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	// The generic server reads port 0 as "serve no HTTPS": an aggregated
@@ -218,9 +218,9 @@ func (o *Options) Validate() error {
 	return utilerrors.NewAggregate(errs)
 }
 
-// sessionPolicy is the session policy the flags give: the TTLs, the access
+// sessionLimits are the session limits the flags give: the TTLs, the access
 // groups and the lifecycle flags together.
-func (o *Options) sessionPolicy() validation.SessionPolicy {
+func (o *Options) sessionLimits() validation.SessionLimits {
 	policy := o.SessionLifecycle
 	policy.MinTTL, policy.MaxTTL = o.SessionMinTTL, o.SessionMaxTTL
 	policy.AccessGroups, policy.ApprovalGroups = sets.New(o.SessionAccessGroups...), sets.New(o.sessionApprovalGroups...)

@@ -57,8 +57,8 @@ type ProxyConfig struct {
 
 // Config configures the storage of Sessions.
 type Config struct {
-	// Policy bounds the Sessions users may create.
-	Policy validation.SessionPolicy
+	// Limits bound the Sessions users may create.
+	Limits validation.SessionLimits
 	// MaxPerOwner caps the live sessions of one owner across the server;
 	// 0 is no cap.
 	MaxPerOwner int
@@ -73,7 +73,7 @@ type Config struct {
 
 // NewStorage returns the storage of Sessions.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cfg Config) (SessionStorage, error) {
-	strategy := session.NewStrategy(scheme, cfg.Policy, cfg.Finalize)
+	strategy := session.NewStrategy(scheme, cfg.Limits, cfg.Finalize)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.Session{} },
 		NewListFunc:               func() runtime.Object { return &clustergate.SessionList{} },

@@ -41,10 +41,10 @@ func newStorage(t *testing.T) SessionStorage {
 func newLimitedStorage(t *testing.T, maxPerOwner int) SessionStorage {
 	t.Helper()
 	scheme := registrytest.Scheme()
-	policy := validation.DefaultSessionPolicy()
+	policy := validation.DefaultSessionLimits()
 	policy.ApprovalGroups = sets.New("admin")
 	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
-		Policy: policy, MaxPerOwner: maxPerOwner,
+		Limits: policy, MaxPerOwner: maxPerOwner,
 		Proxy: ProxyConfig{Tracker: proxy.NewTracker(clock.RealClock{}, proxy.Limits{})},
 	})
 	if err != nil {
