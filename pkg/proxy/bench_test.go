@@ -48,7 +48,7 @@ func BenchmarkUpgradedStream(b *testing.B) {
 		b.Fatal(err)
 	}
 	recorded := NewTracker(clock.RealClock{}, Limits{})
-	recorded.RecordWith(recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort}))
+	recorded.RecordWith(recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort}))
 	const exec = "/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=true&stdout=true"
 	for _, tt := range []struct {
 		name    string

@@ -193,7 +193,7 @@ func runningRecorder(tb testing.TB) (*recording.Recorder, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	recorder := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort})
+	recorder := recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort})
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() {
