@@ -57,7 +57,7 @@ func init() {
 // server's: plain settings, as the command's flags give them, from which
 // New builds the server's parts. NewConfig fills in what they name in
 // files: Kubeconfig.CAData, Kubeconfig.DataPlaneCAData,
-// Kubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.Policy.Issuers.
+// Kubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.IstioPolicy.Issuers.
 type ExtraConfig struct {
 	// SessionLimits bound the Sessions users may create.
 	SessionLimits validation.SessionLimits

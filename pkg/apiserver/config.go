@@ -142,14 +142,14 @@ func dataPlaneIssuers(cfg dataplane.Config) ([]dataplane.Issuer, error) {
 // how its issuers name users, which the Istio policies match and by which a
 // session's kubeconfig points at the data plane or at the aggregated proxy.
 func (c *ExtraConfig) readFiles() error {
-	c.Controllers.Sessions.Policy.Issuers, c.Kubeconfig.DataPlaneUserPrefixes = nil, nil
+	c.Controllers.Sessions.IstioPolicy.Issuers, c.Kubeconfig.DataPlaneUserPrefixes = nil, nil
 	if c.DataPlane.AuthenticationConfigFile != "" {
 		issuers, err := dataPlaneIssuers(c.DataPlane)
 		if err != nil {
 			return fmt.Errorf("--data-plane-authentication-config: %w", err)
 		}
 		for _, issuer := range issuers {
-			c.Controllers.Sessions.Policy.Issuers = append(c.Controllers.Sessions.Policy.Issuers, sessions.PolicyIssuer(issuer))
+			c.Controllers.Sessions.IstioPolicy.Issuers = append(c.Controllers.Sessions.IstioPolicy.Issuers, sessions.IstioPolicyIssuer(issuer))
 			c.Kubeconfig.DataPlaneUserPrefixes = append(c.Kubeconfig.DataPlaneUserPrefixes, issuer.UsernamePrefix)
 		}
 	}

@@ -108,7 +108,7 @@ func (o *Options) addAccessFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&s.DataPlaneCAFile, "data-plane-ca-file", s.DataPlaneCAFile, "CA bundle that verifies --data-plane-external-url, put into session kubeconfigs.")
 
 	fs = fss.FlagSet("istio")
-	policy := &s.Controllers.Sessions.Policy
+	policy := &s.Controllers.Sessions.IstioPolicy
 	fs.StringVar(&policy.Namespace, "istio-namespace", policy.Namespace,
 		"Namespace of the data plane's Istio gateway, where each session gets an AuthorizationPolicy that lets only its owner's JWT through to its paths; empty turns them off. Needs --data-plane-authentication-config, whose issuers and claims the policies match.")
 	fs.StringVar(&o.istioSelector, "istio-workload-selector", o.istioSelector, "Labels that select the data plane's Istio gateway pods, as key=value,...")

@@ -53,7 +53,7 @@ type Options struct {
 	SessionLifecycle validation.SessionLimits
 	// sessionApprovalGroups is the flag form of SessionLifecycle.ApprovalGroups.
 	sessionApprovalGroups []string
-	// istioSelector is the flag form of Server.Controllers.Sessions.Policy.Selector.
+	// istioSelector is the flag form of Server.Controllers.Sessions.IstioPolicy.Selector.
 	istioSelector string
 
 	// embeddedEtcdURL is set by Complete when the server runs its own etcd.
@@ -83,7 +83,7 @@ func NewOptions() *Options {
 	c.GardenerClusterKubeconfigs.RotationRatio, c.GardenerClusterKubeconfigs.ConflictRecheck, c.GardenerClusterKubeconfigs.GardenerRetry = 0.6, 5*time.Minute, 5*time.Minute
 	c.GardenerClusterKubeconfigs.Expiration, c.GardenerClusterKubeconfigs.Workers = 24*time.Hour, 10
 	c.Sessions.CSRPoll, c.Sessions.RetryAfter = 2*time.Second, 30*time.Second
-	c.Sessions.Namespace, c.Sessions.Policy.Port, c.Sessions.Workers = serverNamespace(), 8444, 10
+	c.Sessions.Namespace, c.Sessions.IstioPolicy.Port, c.Sessions.Workers = serverNamespace(), 8444, 10
 	c.LeaderElect, c.LeaseNamespace = true, serverNamespace()
 	c.LockRetention = 7 * 24 * time.Hour
 	o.defaultRecording()
@@ -107,7 +107,7 @@ func (o *Options) Complete() error {
 	o.completeRecording()
 	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
 	if err == nil {
-		o.Server.Controllers.Sessions.Policy.Selector = selector
+		o.Server.Controllers.Sessions.IstioPolicy.Selector = selector
 	}
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		u, err := embeddedetcd.FreeLocalURL()
@@ -156,11 +156,11 @@ func (o *Options) Validate() error {
 	if c.GardenerClusterKubeconfigs.Expiration < gardener.MinExpiration {
 		errs = append(errs, fmt.Errorf("--kubeconfig-expiration must be at least %s", gardener.MinExpiration))
 	}
-	if c.Sessions.Policy.Namespace != "" {
+	if c.Sessions.IstioPolicy.Namespace != "" {
 		if s.DataPlane.AuthenticationConfigFile == "" {
 			errs = append(errs, fmt.Errorf("--istio-namespace needs --data-plane-authentication-config: the policies match its issuers and claims"))
 		}
-		if p := c.Sessions.Policy.Port; p < 1 || p > 65535 {
+		if p := c.Sessions.IstioPolicy.Port; p < 1 || p > 65535 {
 			errs = append(errs, fmt.Errorf("--istio-gateway-port must be a port, got %d", p))
 		} else if p == o.RecommendedOptions.SecureServing.BindPort || strings.HasSuffix(s.DataPlane.Address, ":"+strconv.Itoa(p)) {
 			// Where Istio drops a DENY rule's HTTP conditions the port

@@ -19,7 +19,7 @@ import (
 // keeps for s under cfg: its name, namespace and spec, which Istio
 // evaluates, without the labels that mark it as the controller's.
 func AuthorizationPolicy(cfg *apiserver.Config, s *v1alpha1.Session) *istiosecurityv1.AuthorizationPolicy {
-	policy := cfg.ExtraConfig.Controllers.Sessions.Policy
+	policy := cfg.ExtraConfig.Controllers.Sessions.IstioPolicy
 	p := &istiosecurityv1.AuthorizationPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "security.istio.io/v1", Kind: "AuthorizationPolicy"},
 		ObjectMeta: metav1.ObjectMeta{Name: sessions.PolicyName(s), Namespace: policy.Namespace},

@@ -38,8 +38,8 @@ type Options struct {
 	// Namespace is the server's own namespace: credentials Secrets and the
 	// kubeconfig Secrets of cluster targets live there.
 	Namespace string
-	// Policy configures the sessions' AuthorizationPolicies.
-	Policy PolicyConfig
+	// IstioPolicy configures the sessions' Istio AuthorizationPolicies.
+	IstioPolicy IstioPolicyConfig
 	// Workers is the number of sessions handled in parallel.
 	Workers int
 }
@@ -114,11 +114,11 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 		return nil, err
 	}
 	c.removeHandlers = remove
-	if opts.Policy.Namespace != "" && istio != nil {
+	if opts.IstioPolicy.Namespace != "" && istio != nil {
 		// A policy's changes queue its session, so that a pass after an
 		// apply or delete sees the result, and a policy deleted by hand is
 		// put back at once.
-		c.policies = newPolicyCache(istio, kube.Discovery(), opts.Policy.Namespace, c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
+		c.policies = newPolicyCache(istio, kube.Discovery(), opts.IstioPolicy.Namespace, c.queue.EventHandler(func(obj any) (types.NamespacedName, bool) {
 			p, ok := obj.(metav1.Object)
 			if !ok {
 				return types.NamespacedName{}, false

@@ -90,5 +90,5 @@ func (c *Controller) observePolicy(s *v1alpha1.Session) (PolicyState, error) {
 	case !served:
 		return PolicyState{APIAbsent: true}, nil
 	}
-	return observePolicy(p, s, c.opts.Policy), nil
+	return observePolicy(p, s, c.opts.IstioPolicy), nil
 }

@@ -93,9 +93,9 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		}
 		return err
 	case ApplyPolicy:
-		policy := istioapplyv1.AuthorizationPolicy(PolicyName(s), c.opts.Policy.Namespace).
-			WithLabels(credentials.Labels(s.Namespace, s.Name)).WithSpec(*DesiredPolicy(s, c.opts.Policy))
-		_, err := c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Apply(ctx, policy,
+		policy := istioapplyv1.AuthorizationPolicy(PolicyName(s), c.opts.IstioPolicy.Namespace).
+			WithLabels(credentials.Labels(s.Namespace, s.Name)).WithSpec(*DesiredPolicy(s, c.opts.IstioPolicy))
+		_, err := c.istio.SecurityV1().AuthorizationPolicies(c.opts.IstioPolicy.Namespace).Apply(ctx, policy,
 			metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		return err
 	case UpdateStatus:
@@ -116,7 +116,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 	case DeleteCSR:
 		return controllerutil.IgnoreNotFound(t.kube.CertificatesV1().CertificateSigningRequests().Delete(ctx, o.CSR.Name, metav1.DeleteOptions{}))
 	case DeletePolicy:
-		return controllerutil.IgnoreNotFound(c.istio.SecurityV1().AuthorizationPolicies(c.opts.Policy.Namespace).Delete(ctx, PolicyName(s), metav1.DeleteOptions{}))
+		return controllerutil.IgnoreNotFound(c.istio.SecurityV1().AuthorizationPolicies(c.opts.IstioPolicy.Namespace).Delete(ctx, PolicyName(s), metav1.DeleteOptions{}))
 	}
 	return fmt.Errorf("unknown action %q", a.Type)
 }

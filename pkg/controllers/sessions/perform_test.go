@@ -130,7 +130,7 @@ func newPerformFixture(t *testing.T, s *v1alpha1.Session, credentials *corev1.Se
 	}
 	f.kube = kubefake.NewClientset(core...)
 	f.controller = &Controller{
-		opts:   Options{Namespace: "clustergate-system", Policy: PolicyConfig{Namespace: "clustergate-data-plane", Port: 8444}},
+		opts:   Options{Namespace: "clustergate-system", IstioPolicy: IstioPolicyConfig{Namespace: "clustergate-data-plane", Port: 8444}},
 		client: f.client, kube: f.kube, istio: f.istio, clock: clocktesting.NewFakeClock(now),
 		recorder: f.recorder, gardenerFailures: controllerutil.NewFailures(),
 	}

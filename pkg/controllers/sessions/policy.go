@@ -18,11 +18,11 @@ import (
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
-// PolicyConfig says how a session's AuthorizationPolicy looks. The policies
+// IstioPolicyConfig says how a session's AuthorizationPolicy looks. The policies
 // are evaluated by the data plane's Istio gateway, where TLS ends and HTTP
 // is visible, never by the server's own pods (docs/security.md, "The Istio
 // layer").
-type PolicyConfig struct {
+type IstioPolicyConfig struct {
 	// Namespace holds the policies: the gateway's namespace; empty turns
 	// policies off.
 	Namespace string
@@ -34,12 +34,12 @@ type PolicyConfig struct {
 	// Issuers are how the data plane's JWT issuers name users, as its
 	// AuthenticationConfiguration maps them; each has a user name prefix of
 	// its own.
-	Issuers []PolicyIssuer
+	Issuers []IstioPolicyIssuer
 }
 
-// PolicyIssuer is how one JWT issuer of the data plane names users: the
+// IstioPolicyIssuer is how one JWT issuer of the data plane names users: the
 // user name is UsernamePrefix followed by the value of UsernameClaim.
-type PolicyIssuer struct {
+type IstioPolicyIssuer struct {
 	URL, UsernameClaim, UsernamePrefix string
 }
 
@@ -55,7 +55,7 @@ func PolicyName(s *v1alpha1.Session) string {
 // rules, since a DENY rule matches when all its conditions do: one for
 // another issuer, one for another name. An owner no issuer names (a garden
 // user) cannot use the data plane: every request to the session is denied.
-func DesiredPolicy(s *v1alpha1.Session, cfg PolicyConfig) *securityv1beta1.AuthorizationPolicy {
+func DesiredPolicy(s *v1alpha1.Session, cfg IstioPolicyConfig) *securityv1beta1.AuthorizationPolicy {
 	path := v1alpha1.DataPlaneSessionPath(s.Namespace, s.Name)
 	to := []*securityv1beta1.Rule_To{{Operation: &securityv1beta1.Operation{
 		Ports: []string{strconv.Itoa(cfg.Port)},
@@ -78,17 +78,17 @@ func DesiredPolicy(s *v1alpha1.Session, cfg PolicyConfig) *securityv1beta1.Autho
 // issuerOf finds the issuer whose names the user name is in, and the claim
 // value it was mapped from. Prefixes are distinct and none starts another
 // (the data plane refuses other configurations), so at most one matches.
-func (cfg PolicyConfig) issuerOf(username string) (PolicyIssuer, string, bool) {
+func (cfg IstioPolicyConfig) issuerOf(username string) (IstioPolicyIssuer, string, bool) {
 	for _, issuer := range cfg.Issuers {
 		if name, ok := strings.CutPrefix(username, issuer.UsernamePrefix); ok && name != "" {
 			return issuer, name, true
 		}
 	}
-	return PolicyIssuer{}, "", false
+	return IstioPolicyIssuer{}, "", false
 }
 
 // observePolicy compares an existing policy with the session's.
-func observePolicy(existing *istiosecurityv1.AuthorizationPolicy, s *v1alpha1.Session, cfg PolicyConfig) PolicyState {
+func observePolicy(existing *istiosecurityv1.AuthorizationPolicy, s *v1alpha1.Session, cfg IstioPolicyConfig) PolicyState {
 	if existing == nil {
 		return PolicyState{}
 	}

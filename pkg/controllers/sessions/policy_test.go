@@ -15,7 +15,7 @@ import (
 // TestDesiredPolicy: a session's policy names exactly its paths on the
 // gateway's data-plane port, and lets only its owner's issuer and name by.
 func TestDesiredPolicy(t *testing.T) {
-	cfg := PolicyConfig{Selector: map[string]string{"istio": "gw"}, Port: 8444, Issuers: []PolicyIssuer{
+	cfg := IstioPolicyConfig{Selector: map[string]string{"istio": "gw"}, Port: 8444, Issuers: []IstioPolicyIssuer{
 		{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"},
 		{URL: "https://sso.example.com", UsernameClaim: "sub", UsernamePrefix: "sso:"},
 	}}
