@@ -142,7 +142,7 @@ func dataPlaneIssuers(cfg dataplane.Config) ([]dataplane.Issuer, error) {
 // how its issuers name users, which the Istio policies match and by which a
 // session's kubeconfig points at the data plane or at the aggregated proxy.
 func (c *ExtraConfig) readFiles() error {
-	c.Controllers.Sessions.IstioPolicy.Issuers, c.Kubeconfig.DataPlaneUserPrefixes = nil, nil
+	c.Controllers.Sessions.IstioPolicy.Issuers, c.SessionKubeconfig.DataPlaneUserPrefixes = nil, nil
 	if c.DataPlane.AuthenticationConfigFile != "" {
 		issuers, err := dataPlaneIssuers(c.DataPlane)
 		if err != nil {
@@ -150,13 +150,13 @@ func (c *ExtraConfig) readFiles() error {
 		}
 		for _, issuer := range issuers {
 			c.Controllers.Sessions.IstioPolicy.Issuers = append(c.Controllers.Sessions.IstioPolicy.Issuers, sessions.IstioPolicyIssuer(issuer))
-			c.Kubeconfig.DataPlaneUserPrefixes = append(c.Kubeconfig.DataPlaneUserPrefixes, issuer.UsernamePrefix)
+			c.SessionKubeconfig.DataPlaneUserPrefixes = append(c.SessionKubeconfig.DataPlaneUserPrefixes, issuer.UsernamePrefix)
 		}
 	}
 	for _, ca := range []struct {
 		flag, file string
 		data       *[]byte
-	}{{"--external-ca-file", c.ExternalCAFile, &c.Kubeconfig.CAData}, {"--data-plane-ca-file", c.DataPlaneCAFile, &c.Kubeconfig.DataPlaneCAData}} {
+	}{{"--external-ca-file", c.ExternalCAFile, &c.SessionKubeconfig.CAData}, {"--data-plane-ca-file", c.DataPlaneCAFile, &c.SessionKubeconfig.DataPlaneCAData}} {
 		if ca.file == "" {
 			continue
 		}

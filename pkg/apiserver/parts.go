@@ -76,7 +76,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 }
 
 // proxyConfig is what sessions/proxy and sessions/kubeconfig need.
-func (p *parts) proxyConfig(kc sessionstorage.KubeconfigConfig) sessionstorage.ProxyConfig {
+func (p *parts) proxyConfig(kc sessionstorage.KubeconfigOptions) sessionstorage.ProxyConfig {
 	cfg := sessionstorage.ProxyConfig{Tracker: p.tracker, Kubeconfig: kc}
 	if p.recorder != nil {
 		cfg.Recordings = &p.recordings

@@ -86,12 +86,12 @@ func (o *Options) addAccessFlags(fss *cliflag.NamedFlagSets) {
 		"Concurrent proxied requests per session owner on one replica; 0 is no limit.")
 
 	fs = fss.FlagSet("session kubeconfigs")
-	fs.StringVar(&s.Kubeconfig.ExternalURL, "external-url", s.Kubeconfig.ExternalURL,
+	fs.StringVar(&s.SessionKubeconfig.ExternalURL, "external-url", s.SessionKubeconfig.ExternalURL,
 		"URL users reach the control plane with; session kubeconfigs point at it plus the proxy path.")
 	fs.StringVar(&s.ExternalCAFile, "external-ca-file", s.ExternalCAFile, "CA bundle that verifies --external-url, put into session kubeconfigs.")
-	fs.StringVar(&s.Kubeconfig.ExecCommand, "kubeconfig-exec-command", s.Kubeconfig.ExecCommand,
+	fs.StringVar(&s.SessionKubeconfig.ExecCommand, "kubeconfig-exec-command", s.SessionKubeconfig.ExecCommand,
 		"Exec credential plugin (for example kubelogin) of the user in session kubeconfigs; empty leaves the user to the caller.")
-	fs.StringArrayVar(&s.Kubeconfig.ExecArgs, "kubeconfig-exec-arg", s.Kubeconfig.ExecArgs, "Argument of --kubeconfig-exec-command; repeat for more.")
+	fs.StringArrayVar(&s.SessionKubeconfig.ExecArgs, "kubeconfig-exec-arg", s.SessionKubeconfig.ExecArgs, "Argument of --kubeconfig-exec-command; repeat for more.")
 
 	fs = fss.FlagSet("data plane")
 	fs.StringVar(&s.DataPlane.Address, "data-plane-address", s.DataPlane.Address,
@@ -103,7 +103,7 @@ func (o *Options) addAccessFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&s.DataPlane.TLSCertFile, "data-plane-tls-cert-file", s.DataPlane.TLSCertFile,
 		"Certificate of the data plane's listener; empty presents the serving certificate.")
 	fs.StringVar(&s.DataPlane.TLSKeyFile, "data-plane-tls-private-key-file", s.DataPlane.TLSKeyFile, "Key of --data-plane-tls-cert-file.")
-	fs.StringVar(&s.Kubeconfig.DataPlaneURL, "data-plane-external-url", s.Kubeconfig.DataPlaneURL,
+	fs.StringVar(&s.SessionKubeconfig.DataPlaneURL, "data-plane-external-url", s.SessionKubeconfig.DataPlaneURL,
 		"URL users reach the data plane with (a gateway in front of --data-plane-address); session kubeconfigs then point at it plus the session's path instead of the aggregated proxy.")
 	fs.StringVar(&s.DataPlaneCAFile, "data-plane-ca-file", s.DataPlaneCAFile, "CA bundle that verifies --data-plane-external-url, put into session kubeconfigs.")
 

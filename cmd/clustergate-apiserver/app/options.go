@@ -181,9 +181,9 @@ func (o *Options) Validate() error {
 	if s.ProxyLimits.PerSession < 0 || s.ProxyLimits.PerOwner < 0 {
 		errs = append(errs, fmt.Errorf("proxy limits may not be negative"))
 	}
-	if s.Kubeconfig.ExternalURL != "" {
-		if u, err := url.Parse(s.Kubeconfig.ExternalURL); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", s.Kubeconfig.ExternalURL))
+	if s.SessionKubeconfig.ExternalURL != "" {
+		if u, err := url.Parse(s.SessionKubeconfig.ExternalURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", s.SessionKubeconfig.ExternalURL))
 		}
 	}
 	if s.DataPlane.Address != "" || s.DataPlane.AuthenticationConfigFile != "" {
@@ -194,14 +194,14 @@ func (o *Options) Validate() error {
 	if (s.DataPlane.TLSCertFile == "") != (s.DataPlane.TLSKeyFile == "") {
 		errs = append(errs, fmt.Errorf("--data-plane-tls-cert-file and --data-plane-tls-private-key-file go together"))
 	}
-	if s.Kubeconfig.DataPlaneURL != "" {
-		if u, err := url.Parse(s.Kubeconfig.DataPlaneURL); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--data-plane-external-url must be an https URL, got %q", s.Kubeconfig.DataPlaneURL))
+	if s.SessionKubeconfig.DataPlaneURL != "" {
+		if u, err := url.Parse(s.SessionKubeconfig.DataPlaneURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--data-plane-external-url must be an https URL, got %q", s.SessionKubeconfig.DataPlaneURL))
 		}
 		// Without a plugin that fetches the owner's JWT, a data-plane
 		// kubeconfig would have to be completed with whatever credentials
 		// its user has at hand, which are meant for another server.
-		if s.Kubeconfig.ExecCommand == "" {
+		if s.SessionKubeconfig.ExecCommand == "" {
 			errs = append(errs, fmt.Errorf("--data-plane-external-url needs --kubeconfig-exec-command: data-plane kubeconfigs get their JWT from it"))
 		}
 		if s.DataPlane.AuthenticationConfigFile == "" {

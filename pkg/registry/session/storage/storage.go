@@ -49,7 +49,7 @@ type ProxyConfig struct {
 	// keeps no credentials (standalone).
 	Backends Backends
 	// Kubeconfig says what session kubeconfigs point at.
-	Kubeconfig KubeconfigConfig
+	Kubeconfig KubeconfigOptions
 	// Recordings reads the sessions' recordings; nil when the server
 	// records nothing.
 	Recordings *recording.Reader
