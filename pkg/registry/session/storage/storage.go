@@ -30,9 +30,9 @@ type SessionStorage struct {
 	// Status serves sessions/status.
 	Status *status.StatusREST
 	// Approval serves sessions/approval: approvers decide there.
-	Approval *LockedREST
+	Approval *GrantREST
 	// Extension serves sessions/extension: expiries move later there.
-	Extension *LockedREST
+	Extension *GrantREST
 	// Proxy serves sessions/proxy.
 	Proxy *ProxyREST
 	// Kubeconfig serves sessions/kubeconfig.
@@ -92,13 +92,13 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 		return SessionStorage{}, err
 	}
 	guard := lockGuard{locks: cfg.Locks, clock: clock.RealClock{}}
-	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, locks: map[string]*ownerLock{}}
+	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, mutexes: map[string]*ownerMutex{}}
 	return SessionStorage{
 		Session: &REST{Store: store, limit: limit, guard: guard},
 		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
-		Approval: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
+		Approval: &GrantREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
 			what: "approve the session's request", refuses: approves},
-		Extension: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
+		Extension: &GrantREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
 			what: "extend the session", refuses: extends},
 		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, tracker: cfg.Proxy.Tracker, clock: clock.RealClock{}},
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
