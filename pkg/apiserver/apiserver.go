@@ -56,26 +56,26 @@ func init() {
 // ExtraConfig is the configuration of clustergate beyond the generic
 // server's: plain settings, as the command's flags give them, from which
 // New builds the server's parts. NewConfig fills in what they name in
-// files: Kubeconfig.CAData, Kubeconfig.DataPlaneCAData,
-// Kubeconfig.DataPlaneUserPrefixes and Controllers.Session.Policy.Issuers.
+// files: SessionKubeconfig.CAData, SessionKubeconfig.DataPlaneCAData,
+// SessionKubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.IstioPolicy.Issuers.
 type ExtraConfig struct {
-	// SessionPolicy bounds the Sessions users may create.
-	SessionPolicy validation.SessionPolicy
+	// SessionLimits bound the Sessions users may create.
+	SessionLimits validation.SessionLimits
 	// SessionMaxPerOwner caps the live sessions of one owner; 0 is no cap.
 	SessionMaxPerOwner int
 	// ProxyLimits cap the concurrent proxied requests of a session and of
 	// an owner on this replica.
 	ProxyLimits proxy.Limits
-	// Kubeconfig shapes the kubeconfigs of sessions/kubeconfig.
-	Kubeconfig sessionstorage.KubeconfigConfig
+	// SessionKubeconfig shapes the kubeconfigs of sessions/kubeconfig.
+	SessionKubeconfig sessionstorage.KubeconfigOptions
 	// ExternalCAFile and DataPlaneCAFile hold the CA bundles that verify
-	// Kubeconfig.ExternalURL and Kubeconfig.DataPlaneURL.
+	// SessionKubeconfig.ExternalURL and SessionKubeconfig.DataPlaneURL.
 	ExternalCAFile, DataPlaneCAFile string
 	// DataPlane configures the data plane's listener; off without an
 	// address. Its AuthenticationConfiguration also says how its issuers
 	// name users.
 	DataPlane dataplane.Config
-	// Controllers configures the controllers; Controllers.Session.Namespace
+	// Controllers configures the controllers; Controllers.Sessions.Namespace
 	// is the server's own namespace, which holds the sessions' credentials.
 	Controllers controllers.Options
 	// ClientQPS and ClientBurst bound the requests of the controllers and
@@ -134,7 +134,7 @@ func (cfg *Config) Complete() CompletedConfig {
 
 // New builds the server and installs the clustergate.dev API group.
 func (c CompletedConfig) New() (*Server, error) {
-	if err := c.ExtraConfig.SessionPolicy.Validate(); err != nil {
+	if err := c.ExtraConfig.SessionLimits.Validate(); err != nil {
 		return nil, err
 	}
 	reportBuild()
@@ -153,7 +153,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, sessionstorage.Config{
-		Policy: c.ExtraConfig.SessionPolicy, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.Kubeconfig),
+		Limits: c.ExtraConfig.SessionLimits, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.SessionKubeconfig),
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
 		Finalize: !c.ExtraConfig.Standalone,

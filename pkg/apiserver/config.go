@@ -21,7 +21,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/intern"
 )
@@ -142,21 +142,21 @@ func dataPlaneIssuers(cfg dataplane.Config) ([]dataplane.Issuer, error) {
 // how its issuers name users, which the Istio policies match and by which a
 // session's kubeconfig points at the data plane or at the aggregated proxy.
 func (c *ExtraConfig) readFiles() error {
-	c.Controllers.Session.Policy.Issuers, c.Kubeconfig.DataPlaneUserPrefixes = nil, nil
+	c.Controllers.Sessions.IstioPolicy.Issuers, c.SessionKubeconfig.DataPlaneUserPrefixes = nil, nil
 	if c.DataPlane.AuthenticationConfigFile != "" {
 		issuers, err := dataPlaneIssuers(c.DataPlane)
 		if err != nil {
 			return fmt.Errorf("--data-plane-authentication-config: %w", err)
 		}
 		for _, issuer := range issuers {
-			c.Controllers.Session.Policy.Issuers = append(c.Controllers.Session.Policy.Issuers, session.PolicyIssuer(issuer))
-			c.Kubeconfig.DataPlaneUserPrefixes = append(c.Kubeconfig.DataPlaneUserPrefixes, issuer.UsernamePrefix)
+			c.Controllers.Sessions.IstioPolicy.Issuers = append(c.Controllers.Sessions.IstioPolicy.Issuers, sessions.IstioPolicyIssuer(issuer))
+			c.SessionKubeconfig.DataPlaneUserPrefixes = append(c.SessionKubeconfig.DataPlaneUserPrefixes, issuer.UsernamePrefix)
 		}
 	}
 	for _, ca := range []struct {
 		flag, file string
 		data       *[]byte
-	}{{"--external-ca-file", c.ExternalCAFile, &c.Kubeconfig.CAData}, {"--data-plane-ca-file", c.DataPlaneCAFile, &c.Kubeconfig.DataPlaneCAData}} {
+	}{{"--external-ca-file", c.ExternalCAFile, &c.SessionKubeconfig.CAData}, {"--data-plane-ca-file", c.DataPlaneCAFile, &c.SessionKubeconfig.DataPlaneCAData}} {
 		if ca.file == "" {
 			continue
 		}

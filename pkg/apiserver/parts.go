@@ -22,8 +22,8 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/gardenerclusterkubeconfigs"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/dataplane"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
@@ -33,12 +33,12 @@ import (
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 )
 
-// parts are what the server runs besides its storage: the registry of this
+// parts are what the server runs besides its storage: the connection tracker of this
 // replica's proxied requests, the cache of the sessions' credentials it
 // reaches targets with, and, once it serves, the caches of its own objects,
 // the object metrics and the controllers.
 type parts struct {
-	registry *proxy.Registry
+	tracker *proxy.Tracker
 	// recorder records sessions (nil when off); recordings reads them back.
 	recorder   *recording.Recorder
 	recordings recording.Reader
@@ -50,13 +50,13 @@ type parts struct {
 // newParts builds the parts the storage needs before the server exists.
 func (c CompletedConfig) newParts() (*parts, error) {
 	extra := c.ExtraConfig
-	p := &parts{registry: proxy.NewRegistry(clock.RealClock{}, extra.ProxyLimits)}
+	p := &parts{tracker: proxy.NewTracker(clock.RealClock{}, extra.ProxyLimits)}
 	var err error
 	if p.recorder, p.recordings, err = extra.Recording.newRecording(); err != nil {
 		return nil, err
 	}
 	if p.recorder != nil {
-		p.registry.RecordWith(p.recorder)
+		p.tracker.RecordWith(p.recorder)
 	}
 	if extra.Standalone {
 		return p, nil
@@ -67,7 +67,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 	}
 	// Only the credentials Secrets of the server's namespace: the cache
 	// must not hold every Secret of a control plane.
-	namespace := extra.Controllers.Session.Namespace
+	namespace := extra.Controllers.Sessions.Namespace
 	p.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
 		informers.WithTransform(controllerutil.SlimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))
@@ -76,8 +76,8 @@ func (c CompletedConfig) newParts() (*parts, error) {
 }
 
 // proxyConfig is what sessions/proxy and sessions/kubeconfig need.
-func (p *parts) proxyConfig(kc sessionstorage.KubeconfigConfig) sessionstorage.ProxyConfig {
-	cfg := sessionstorage.ProxyConfig{Registry: p.registry, Kubeconfig: kc}
+func (p *parts) proxyConfig(kc sessionstorage.KubeconfigOptions) sessionstorage.ProxyConfig {
+	cfg := sessionstorage.ProxyConfig{Tracker: p.tracker, Kubeconfig: kc}
 	if p.recorder != nil {
 		cfg.Recordings = &p.recordings
 	}
@@ -100,15 +100,15 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	}
 	// Every replica records the last use of the sessions it serves, at
 	// most once an interval per session across the replicas.
-	p.registry.RecordLastUse(extra.SessionPolicy.LastUseInterval(), lastUseWriter(client))
+	p.tracker.RecordLastUse(extra.SessionLimits.LastUseInterval(), lastUseWriter(client))
 	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
 		clustergateinformers.WithTransform(controllerutil.SlimForCache))
-	sessions := factory.Clustergate().V1alpha1().Sessions()
-	kubeconfigs := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
+	sessionInformer := factory.Clustergate().V1alpha1().Sessions()
+	kubeconfigInformer := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
 	locks := factory.Clustergate().V1alpha1().SessionLocks()
 	registerObjectMetrics(
-		session.NewCollector(sessions.Lister(), sessions.Informer().HasSynced, clock.RealClock{}),
-		kubeconfig.NewCollector(kubeconfigs.Lister(), kubeconfigs.Informer().HasSynced, extra.Controllers.Kubeconfig.Config, clock.RealClock{}))
+		sessions.NewCollector(sessionInformer.Lister(), sessionInformer.Informer().HasSynced, clock.RealClock{}),
+		gardenerclusterkubeconfigs.NewCollector(kubeconfigInformer.Lister(), kubeconfigInformer.Informer().HasSynced, extra.Controllers.GardenerClusterKubeconfigs.Config, clock.RealClock{}))
 
 	server.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
 		forget := func(types.UID) {}
@@ -116,12 +116,12 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			forget = p.credentials.Forget
 			p.credentialInformers.Start(hookCtx.Done())
 		}
-		if err := p.registry.EndWithSessions(sessions.Informer(), forget); err != nil {
+		if err := p.tracker.EndWithSessions(sessionInformer.Informer(), forget); err != nil {
 			return err
 		}
 		// Every replica cuts the sessions a SessionLock holds itself, from
 		// its own informer, without waiting for the leader.
-		if err := p.registry.EndWithLocks(locks.Informer(), sessions.Informer().GetStore()); err != nil {
+		if err := p.tracker.EndWithLocks(locks.Informer(), sessionInformer.Informer().GetStore()); err != nil {
 			return err
 		}
 		if p.recorder != nil {
@@ -136,7 +136,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 	// replica stops, and their clients reconnect to another one. (The
 	// controllers' hook must not wait for this.)
 	server.AddPreShutdownHookOrDie("end-proxied-streams", func() error {
-		time.AfterFunc(server.ShutdownDelayDuration, p.registry.Stop)
+		time.AfterFunc(server.ShutdownDelayDuration, p.tracker.Stop)
 		return nil
 	})
 	if extra.DataPlane.Address != "" {
@@ -190,13 +190,13 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			defer close(controllersStopped)
 			defer stop()
 			err := controllers.Run(ctx, controllers.Config{
-				Options:     extra.Controllers,
-				Loopback:    extra.withClientLimits(hookCtx.LoopbackClientConfig),
-				Core:        extra.withClientLimits(core),
-				Sessions:    sessions,
-				Kubeconfigs: kubeconfigs,
-				Locks:       locks,
-				Credentials: credentialSecrets,
+				Options:            extra.Controllers,
+				Loopback:           extra.withClientLimits(hookCtx.LoopbackClientConfig),
+				Core:               extra.withClientLimits(core),
+				SessionInformer:    sessionInformer,
+				KubeconfigInformer: kubeconfigInformer,
+				LockInformer:       locks,
+				CredentialInformer: credentialSecrets,
 			})
 			if err != nil {
 				klog.ErrorS(err, "Controllers stopped")

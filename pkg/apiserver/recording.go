@@ -18,8 +18,8 @@ import (
 // RecordingConfig configures the recording of sessions: their interactive
 // streams and their request logs.
 type RecordingConfig struct {
-	// Policy is off, best-effort or required.
-	Policy recording.Policy
+	// Mode is off, best-effort or required.
+	Mode recording.Mode
 	// Dir is the directory of the local store.
 	Dir string
 	// S3 is the bucket of the S3 store, used instead of Dir when its
@@ -41,7 +41,7 @@ type RecordingConfig struct {
 // newRecording returns the recorder and the reader of the configured
 // store; nil and an empty reader when recording is off.
 func (c RecordingConfig) newRecording() (*recording.Recorder, recording.Reader, error) {
-	if c.Policy == recording.PolicyOff || c.Policy == "" {
+	if c.Mode == recording.ModeOff || c.Mode == "" {
 		return nil, recording.Reader{}, nil
 	}
 	keys, err := c.manifestKeys()
@@ -54,7 +54,7 @@ func (c RecordingConfig) newRecording() (*recording.Recorder, recording.Reader, 
 	}
 	// In a pod, the host name is the pod's name: which replica recorded.
 	replica, _ := os.Hostname()
-	return recording.New(recording.Config{Store: s, Policy: c.Policy, Replica: replica, FlushInterval: c.FlushInterval,
+	return recording.New(recording.Config{Store: s, Mode: c.Mode, Replica: replica, FlushInterval: c.FlushInterval,
 		Retention: c.Retention, Keys: keys}), recording.Reader{Store: s, Keys: keys}, nil
 }
 

@@ -28,8 +28,8 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/controllers/expiredlocks"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/gardenerclusterkubeconfigs"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/scheme"
@@ -44,10 +44,10 @@ type Options struct {
 	// Gardener reaches the Gardener project; with no project the kubeconfig
 	// controller does not run.
 	Gardener gardener.Config
-	// Kubeconfig configures the GardenerClusterKubeconfig controller.
-	Kubeconfig kubeconfig.Options
-	// Session configures the Session controller.
-	Session session.Options
+	// GardenerClusterKubeconfigs configures the GardenerClusterKubeconfig controller.
+	GardenerClusterKubeconfigs gardenerclusterkubeconfigs.Options
+	// Sessions configures the Session controller.
+	Sessions sessions.Options
 	// LeaderElect elects one replica to run the controllers; off, every
 	// replica runs them (for a single replica).
 	LeaderElect bool
@@ -66,16 +66,16 @@ type Config struct {
 	Loopback *rest.Config
 	// Core reaches the core cluster: Secrets, events and the Lease.
 	Core *rest.Config
-	// Sessions, Kubeconfigs and Credentials are the caches of Sessions,
-	// GardenerClusterKubeconfigs and the sessions' credentials Secrets that
-	// every replica keeps for the proxy and the metrics: the controllers
-	// share them rather than keep copies of their own. Their owner starts
-	// them.
-	Sessions    clustergatev1alpha1informers.SessionInformer
-	Kubeconfigs clustergatev1alpha1informers.GardenerClusterKubeconfigInformer
-	Credentials coreinformers.SecretInformer
-	// Locks is the cache of SessionLocks, which the proxy keeps too.
-	Locks clustergatev1alpha1informers.SessionLockInformer
+	// SessionInformer, KubeconfigInformer and CredentialInformer are the
+	// caches of Sessions, GardenerClusterKubeconfigs and the sessions'
+	// credentials Secrets that every replica keeps for the proxy and the
+	// metrics: the controllers share them rather than keep copies of their
+	// own. Their owner starts them.
+	SessionInformer    clustergatev1alpha1informers.SessionInformer
+	KubeconfigInformer clustergatev1alpha1informers.GardenerClusterKubeconfigInformer
+	CredentialInformer coreinformers.SecretInformer
+	// LockInformer is the cache of SessionLocks, which the proxy keeps too.
+	LockInformer clustergatev1alpha1informers.SessionLockInformer
 }
 
 // Run runs the controllers until ctx ends.
@@ -118,18 +118,18 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		// The Secrets marked as cluster targets, in the server's namespace:
 		// only the leader reaches targets, so only it caches them.
-		targetSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Session.Namespace),
+		targetSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Sessions.Namespace),
 			informers.WithTransform(controllerutil.SlimForCache),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = session.TargetSelector().String() }))
-		sessions, err := session.New(cfg.Session, client, kube, istio, gardenerSessions,
-			cfg.Sessions, cfg.Locks, cfg.Credentials, targetSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sessions.TargetSelector().String() }))
+		sessionController, err := sessions.New(cfg.Sessions, client, kube, istio, gardenerSessions,
+			cfg.SessionInformer, cfg.LockInformer, cfg.CredentialInformer, targetSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
 		if err != nil {
 			logger.Error(err, "Building the session controller")
 			return
 		}
-		running := []func(context.Context){sessions.Run}
+		running := []func(context.Context){sessionController.Run}
 		if cfg.LockRetention > 0 {
-			locks, err := expiredlocks.New(cfg.LockRetention, client, cfg.Locks, clock.RealClock{})
+			locks, err := expiredlocks.New(cfg.LockRetention, client, cfg.LockInformer, clock.RealClock{})
 			if err != nil {
 				logger.Error(err, "Building the expired-locks controller")
 				return
@@ -139,16 +139,18 @@ func Run(ctx context.Context, cfg Config) error {
 		factories := []informers.SharedInformerFactory{targetSecrets}
 		if g != nil {
 			// This Secret informer caches only the Secrets the controller owns.
-			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(kubeconfig.CacheTransform),
-				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubeconfig.ManagedSecretSelector().String() }))
+			kubeconfigSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithTransform(gardenerclusterkubeconfigs.CacheTransform),
+				informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+					o.LabelSelector = gardenerclusterkubeconfigs.ManagedSecretSelector().String()
+				}))
 			// Rotations keep to the Gardener client's rate limits.
-			kubeconfigs, err := kubeconfig.New(cfg.Kubeconfig.Paced(cfg.Gardener), client, kube, g,
-				cfg.Kubeconfigs, kubeconfigSecrets.Core().V1().Secrets(), cfg.Locks, recorder, clock.RealClock{})
+			kubeconfigController, err := gardenerclusterkubeconfigs.New(cfg.GardenerClusterKubeconfigs.Paced(cfg.Gardener), client, kube, g,
+				cfg.KubeconfigInformer, kubeconfigSecrets.Core().V1().Secrets(), cfg.LockInformer, recorder, clock.RealClock{})
 			if err != nil {
 				logger.Error(err, "Building the kubeconfig controller")
 				return
 			}
-			running = append(running, kubeconfigs.Run)
+			running = append(running, kubeconfigController.Run)
 			factories = append(factories, kubeconfigSecrets)
 		}
 		for _, f := range factories {

@@ -27,17 +27,17 @@ import (
 	"github.com/clustergate/clustergate/pkg/proxy"
 )
 
-// registryOpener opens every request through the proxy's real registry to
+// trackerOpener opens every request through the proxy's real tracker to
 // one target, as the session storage does once the owner check passed.
-type registryOpener struct {
-	registry *proxy.Registry
-	target   proxy.Target
+type trackerOpener struct {
+	tracker *proxy.Tracker
+	target  proxy.Target
 }
 
-func (o registryOpener) Open(_ context.Context, _, path string, way proxy.Way, responder rest.Responder) (http.Handler, error) {
+func (o trackerOpener) Open(_ context.Context, _, path string, way proxy.Way, responder rest.Responder) (http.Handler, error) {
 	t := o.target
 	t.Way = way
-	return o.registry.Handler(t, path, responder), nil
+	return o.tracker.Handler(t, path, responder), nil
 }
 
 // BenchmarkDataPlane measures a small GET through the data plane's
@@ -81,7 +81,7 @@ func BenchmarkDataPlane(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sessions := registryOpener{registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{}), target: proxy.Target{
+	sessions := trackerOpener{tracker: proxy.NewTracker(clock.RealClock{}, proxy.Limits{}), target: proxy.Target{
 		UID: "s1", Namespace: "sre", Name: "fix", Owner: "oidc:alice", ExpiresAt: now.Add(time.Hour), Backend: backURL, Transport: backTransport}}
 	addr, err := Listen(ctx, Config{Address: "127.0.0.1:0"}, &genericapiserver.SecureServingInfo{}, cert, auth, sessions)
 	if err != nil {

@@ -11,7 +11,7 @@
 // in front forwards.
 //
 // Behind the authentication it is the same path as sessions/proxy: the same
-// owner check, the same refusals, the same registry of proxied requests
+// owner check, the same refusals, the same tracker of proxied requests
 // that ends every stream when its session ends.
 package dataplane
 

@@ -36,19 +36,19 @@ func TestRecordingRequiredRefusals(t *testing.T) {
 	})
 	tests := []struct {
 		name, method, path, upgrade string
-		policy                      recording.Policy
+		policy                      recording.Mode
 		refused                     string
 	}{
 		{name: "the kubelet's run", method: http.MethodPost, path: "/api/v1/nodes/n1/proxy/run/default/p/c?cmd=id",
-			policy: recording.PolicyRequired, refused: "nodes/n1/proxy/run"},
+			policy: recording.ModeRequired, refused: "nodes/n1/proxy/run"},
 		{name: "a port-forward", method: http.MethodPost, path: "/api/v1/namespaces/default/pods/p/portforward?ports=22", upgrade: "SPDY/3.1",
-			policy: recording.PolicyRequired, refused: "an upgraded stream to pods/p/portforward"},
+			policy: recording.ModeRequired, refused: "an upgraded stream to pods/p/portforward"},
 		{name: "an ephemeral container", method: http.MethodPatch, path: "/api/v1/namespaces/default/pods/p/ephemeralcontainers",
-			policy: recording.PolicyRequired, refused: "a PATCH of pods/p/ephemeralcontainers"},
-		{name: "the kubelet's healthz", method: http.MethodGet, path: "/api/v1/nodes/n1/proxy/healthz", policy: recording.PolicyRequired},
-		{name: "the kubelet's run, best-effort", method: http.MethodPost, path: "/api/v1/nodes/n1/proxy/run/default/p/c?cmd=id", policy: recording.PolicyBestEffort},
+			policy: recording.ModeRequired, refused: "a PATCH of pods/p/ephemeralcontainers"},
+		{name: "the kubelet's healthz", method: http.MethodGet, path: "/api/v1/nodes/n1/proxy/healthz", policy: recording.ModeRequired},
+		{name: "the kubelet's run, best-effort", method: http.MethodPost, path: "/api/v1/nodes/n1/proxy/run/default/p/c?cmd=id", policy: recording.ModeBestEffort},
 		{name: "a port-forward, best-effort", method: http.MethodPost, path: "/api/v1/namespaces/default/pods/p/portforward?ports=22", upgrade: "SPDY/3.1",
-			policy: recording.PolicyBestEffort},
+			policy: recording.ModeBestEffort},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,10 +67,10 @@ func TestRecordingRequiredRefusals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := recording.New(recording.Config{Store: s, Policy: tt.policy, FlushInterval: time.Hour})
-			registry := proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})
-			registry.RecordWith(rec)
-			sessions := registryOpener{registry: registry, target: proxy.Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice",
+			rec := recording.New(recording.Config{Store: s, Mode: tt.policy, FlushInterval: time.Hour})
+			tracker := proxy.NewTracker(clock.RealClock{}, proxy.Limits{})
+			tracker.RecordWith(rec)
+			sessions := trackerOpener{tracker: tracker, target: proxy.Target{UID: "s1", Namespace: "sre", Name: "fix", Owner: "alice",
 				ExpiresAt: time.Now().Add(time.Hour), Backend: backURL, Transport: &http.Transport{}}}
 			front := httptest.NewServer(Handler(context.Background(), auth, sessions))
 			defer front.Close()

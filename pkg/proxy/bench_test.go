@@ -47,23 +47,23 @@ func BenchmarkUpgradedStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	recorded := NewRegistry(clock.RealClock{}, Limits{})
-	recorded.RecordWith(recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort}))
+	recorded := NewTracker(clock.RealClock{}, Limits{})
+	recorded.RecordWith(recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort}))
 	const exec = "/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=true&stdout=true"
 	for _, tt := range []struct {
-		name     string
-		registry *Registry
+		name    string
+		tracker *Tracker
 	}{
 		{"direct", nil},
-		{"proxy", NewRegistry(clock.RealClock{}, Limits{})},
+		{"proxy", NewTracker(clock.RealClock{}, Limits{})},
 		{"recorded", recorded},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			dial, path := func() (net.Conn, error) { return tls.Dial("tcp", u.Host, tr.TLSClientConfig) }, "/prefix"+exec
-			if tt.registry != nil {
+			if tt.tracker != nil {
 				// Clients reach the proxy over TLS, as the aggregator reaches clustergate.
 				front := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-					tt.registry.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
+					tt.tracker.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
 				}))
 				defer front.Close()
 				frontTLS := front.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
@@ -92,7 +92,7 @@ func BenchmarkUpgradedStream(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N*len(chunk)), "cpu-ns/B")
-			if tt.registry == recorded {
+			if tt.tracker == recorded {
 				b.ReportMetric(finishRecordings(b, conn, local, b.N*len(chunk)), "finish-cpu-ns/B")
 			}
 		})
@@ -210,7 +210,7 @@ func BenchmarkResponse(b *testing.B) {
 		tr := back.Client().Transport.(*http.Transport)
 		// The proxy reaches the target as it reaches a session's.
 		tgt := target(u, credentials.TargetTransport(tr.TLSClientConfig.Clone()))
-		frontOf := func(r *Registry) *httptest.Server {
+		frontOf := func(r *Tracker) *httptest.Server {
 			front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
 			}))
@@ -218,12 +218,12 @@ func BenchmarkResponse(b *testing.B) {
 			front.StartTLS()
 			return front
 		}
-		front := frontOf(NewRegistry(clock.RealClock{}, Limits{}))
+		front := frontOf(NewTracker(clock.RealClock{}, Limits{}))
 		defer front.Close()
 		recorder, _ := runningRecorder(b)
-		recordedRegistry := NewRegistry(clock.RealClock{}, Limits{})
-		recordedRegistry.RecordWith(recorder)
-		recorded := frontOf(recordedRegistry)
+		recordedTracker := NewTracker(clock.RealClock{}, Limits{})
+		recordedTracker.RecordWith(recorder)
+		recorded := frontOf(recordedTracker)
 		defer recorded.Close()
 
 		for _, tt := range []struct {

@@ -62,7 +62,7 @@ func TestResponseBuffering(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &writeCounter{ResponseRecorder: httptest.NewRecorder(), seen: seen}
-			NewRegistry(clock.RealClock{}, Limits{}).Handler(target(u, tr), "/api/v1/configmaps", &responder{}).
+			NewTracker(clock.RealClock{}, Limits{}).Handler(target(u, tr), "/api/v1/configmaps", &responder{}).
 				ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x"+tt.query, nil))
 			if rec.Code != http.StatusOK || !bytes.Equal(rec.Body.Bytes(), bytes.Repeat(piece, pieces)) {
 				t.Fatalf("response %d with %d bytes, want 200 with %d", rec.Code, rec.Body.Len(), pieces*len(piece))

@@ -78,7 +78,7 @@ func BenchmarkCut(b *testing.B) {
 	for i := range b.N {
 		side("proxy")
 		recorder, dir := runningRecorder(b)
-		r := NewRegistry(clock.RealClock{}, Limits{})
+		r := NewTracker(clock.RealClock{}, Limits{})
 		r.RecordWith(recorder)
 		front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			tgt := watchTarget
@@ -131,7 +131,7 @@ func BenchmarkCut(b *testing.B) {
 			took = append(took, (<-ended).Sub(start))
 		}
 		cpuClosed := processCPU(b)
-		// Settled: the registry let go of every request, and every
+		// Settled: the tracker let go of every request, and every
 		// recording wrote its manifest.
 		for r.OpenConnections(watchTarget.UID) > 0 || manifests(b, dir) < execs {
 			time.Sleep(5 * time.Millisecond)
@@ -193,7 +193,7 @@ func runningRecorder(tb testing.TB) (*recording.Recorder, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	recorder := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort})
+	recorder := recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort})
 	ctx, stop := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() {

@@ -46,7 +46,7 @@ func TestVerbClass(t *testing.T) {
 }
 
 // TestHandlerObservesDuration: a proxied request is observed once, under its
-// verb class, with the time it took on the registry's clock.
+// verb class, with the time it took on the tracker's clock.
 func TestHandlerObservesDuration(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +54,7 @@ func TestHandlerObservesDuration(t *testing.T) {
 		clk.Step(1500 * time.Millisecond)
 		w.WriteHeader(http.StatusCreated)
 	})
-	r := NewRegistry(clk, Limits{})
+	r := NewTracker(clk, Limits{})
 	base := serveThroughProxy(t, r, target(u, tr))
 
 	observer := requestDuration.WithLabelValues(verbClassWrite, string(WayAggregated))
@@ -66,7 +66,7 @@ func TestHandlerObservesDuration(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	// The handler has returned once the registry released the connection.
+	// The handler has returned once the tracker released the connection.
 	if !released(r, 5*time.Second) {
 		t.Fatal("the connection was never released")
 	}

@@ -39,7 +39,7 @@ func TestWatchEndsWithStatusWhenSessionEnds(t *testing.T) {
 				w.(http.Flusher).Flush()
 				<-r.Context().Done()
 			})
-			r := NewRegistry(clock.RealClock{}, Limits{})
+			r := NewTracker(clock.RealClock{}, Limits{})
 			tgt := target(u, tr)
 			base := serveThroughProxy(t, r, tgt)
 
@@ -121,7 +121,7 @@ func TestUpgradedStreamClosedWhenSessionEnds(t *testing.T) {
 		_ = rw.Flush()
 		_, _ = io.Copy(conn, conn) // echo until the proxy closes
 	})
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
 	base, _ := url.Parse(serveThroughProxy(t, r, tgt))
 
@@ -175,7 +175,7 @@ func TestUpgradeEndedBeforeTheTargetAnswers(t *testing.T) {
 		_ = rw.Flush()
 		_, _ = io.Copy(conn, conn)
 	})
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
 	resp := &responder{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -221,7 +221,7 @@ func TestWatchEndedBeforeTheTargetAnswers(t *testing.T) {
 		close(asked)
 		<-req.Context().Done()
 	})
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
 	rec := httptest.NewRecorder()
 	resp := &responder{w: rec}
@@ -260,7 +260,7 @@ func TestWatchToAClientThatStoppedReading(t *testing.T) {
 			w.(http.Flusher).Flush()
 		}
 	})
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
 	base, _ := url.Parse(serveThroughProxy(t, r, tgt))
 

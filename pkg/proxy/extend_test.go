@@ -41,19 +41,19 @@ func TestExtend(t *testing.T) {
 	tests := []struct {
 		name string
 		// extend runs before or after the connection opens.
-		before, after func(r *Registry)
+		before, after func(r *Tracker)
 		want          int
 	}{
 		{name: "not extended: ends at the old expiry", want: 0},
-		{name: "extended while open: ends at the new expiry", after: func(r *Registry) { r.Extend("s1", newExpiry) }, want: 2},
-		{name: "extended before it opened from an older read", before: func(r *Registry) { r.Extend("s1", newExpiry) }, want: 2},
-		{name: "an earlier expiry changes nothing", after: func(r *Registry) { r.Extend("s1", start.Add(30*time.Second)) }, want: 0},
-		{name: "extended twice", after: func(r *Registry) { r.Extend("s1", newExpiry.Add(-time.Second)); r.Extend("s1", newExpiry) }, want: 2},
+		{name: "extended while open: ends at the new expiry", after: func(r *Tracker) { r.Extend("s1", newExpiry) }, want: 2},
+		{name: "extended before it opened from an older read", before: func(r *Tracker) { r.Extend("s1", newExpiry) }, want: 2},
+		{name: "an earlier expiry changes nothing", after: func(r *Tracker) { r.Extend("s1", start.Add(30*time.Second)) }, want: 0},
+		{name: "extended twice", after: func(r *Tracker) { r.Extend("s1", newExpiry.Add(-time.Second)); r.Extend("s1", newExpiry) }, want: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
-			r := NewRegistry(clk, Limits{})
+			r := NewTracker(clk, Limits{})
 			if tt.before != nil {
 				tt.before(r)
 			}
@@ -78,7 +78,7 @@ func TestEndWithSessionsExtends(t *testing.T) {
 	client := fake.NewSimpleClientset(s)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
 	clk := clocktesting.NewFakeClock(start)
-	r := NewRegistry(clk, Limits{})
+	r := NewTracker(clk, Limits{})
 	informer := factory.Clustergate().V1alpha1().Sessions().Informer()
 	must(t, r.EndWithSessions(informer, func(types.UID) {}))
 	stop, cancel := context.WithCancel(context.Background())
@@ -103,8 +103,8 @@ func TestEndWithSessionsExtends(t *testing.T) {
 	}
 }
 
-// expiryOf is when the registry's timer ends a session's connections.
-func expiryOf(r *Registry, uid types.UID) time.Time {
+// expiryOf is when the tracker's timer ends a session's connections.
+func expiryOf(r *Tracker, uid types.UID) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t := r.sessions[uid]; t != nil {
@@ -140,7 +140,7 @@ func TestExtendAfterEnd(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
-			r := NewRegistry(clk, Limits{})
+			r := NewTracker(clk, Limits{})
 			conn, release, err := r.Open(context.Background(), "s1", "alice", expiry)
 			must(t, err)
 			defer release()
@@ -180,7 +180,7 @@ func TestExtendAsTheTimerFires(t *testing.T) {
 	expiry := start.Add(time.Minute)
 	later := expiry.Add(10 * time.Minute)
 	clk := clocktesting.NewFakeClock(start)
-	r := NewRegistry(clk, Limits{})
+	r := NewTracker(clk, Limits{})
 	_, release, err := r.Open(context.Background(), "s1", "alice", expiry)
 	must(t, err)
 	defer release()

@@ -80,7 +80,7 @@ const endWriteTimeout = 500 * time.Millisecond
 // Handler returns the handler of one request to path of a session's
 // target, whichever way it came in. Refusals go to responder as Status
 // objects.
-func (r *Registry) Handler(t Target, path string, responder rest.Responder) http.Handler {
+func (r *Tracker) Handler(t Target, path string, responder rest.Responder) http.Handler {
 	if t.Way == "" {
 		t.Way = WayAggregated
 	}
@@ -89,7 +89,7 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 		if err != nil {
 			refusedRequests.WithLabelValues(reasonLabel(err)).Inc()
 			status := statusFor(err, t)
-			(&proxiedRequest{registry: r, target: t, path: path, start: r.clock.Now()}).logRequest(req, statusOf(status), err.Error())
+			(&proxiedRequest{tracker: r, target: t, path: path, start: r.clock.Now()}).logRequest(req, statusOf(status), err.Error())
 			responder.Error(status)
 			return
 		}
@@ -103,15 +103,15 @@ func (r *Registry) Handler(t Target, path string, responder rest.Responder) http
 }
 
 // proxiedRequest is one request on its way to a session's target, in the
-// steps every way in shares: open admits it to the registry; serve strips
+// steps every way in shares: open admits it to the tracker; serve strips
 // the caller's credentials, arms the session's end and forwards it; finish
 // ends a stream the session cut off cleanly, counts and logs it; close lets
 // go of the session.
 type proxiedRequest struct {
-	registry *Registry
-	target   Target
-	path     string
-	start    time.Time
+	tracker *Tracker
+	target  Target
+	path    string
+	start   time.Time
 	// ctx ends when the session ends (expiry, delete, no longer Ready) or
 	// the request does; release gives the request's place back.
 	ctx     context.Context
@@ -140,11 +140,11 @@ type proxiedRequest struct {
 	returned bool
 }
 
-// open admits a request to the registry, within the session's and the
+// open admits a request to the tracker, within the session's and the
 // owner's limits, and logs it. Under --recording=required, a request that
 // cannot be recorded is refused first: it takes no place and is no use of
 // the session.
-func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
+func (r *Tracker) open(t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
 	start := r.clock.Now()
 	inspected, err := r.inspectFor(req, path)
 	if err != nil {
@@ -165,7 +165,7 @@ func (r *Registry) open(t Target, path string, w http.ResponseWriter, req *http.
 		})
 	}
 	openRequests.Inc()
-	p := &proxiedRequest{registry: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body}, inspected: inspected}
+	p := &proxiedRequest{tracker: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body}, inspected: inspected}
 	p.longRunning, p.watch = classify(req, path)
 	upgrade := strings.ToLower(req.Header.Get("Upgrade"))
 	p.cw = &connWriter{ResponseWriter: w, framed: upgrade == "websocket" || strings.HasPrefix(upgrade, "spdy/"),
@@ -264,7 +264,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	t := p.target
 	cause := sessionEnd(p.ctx)
 	countClosed(cause)
-	observeDuration(t.Way, req, p.longRunning, p.registry.clock.Since(p.start))
+	observeDuration(t.Way, req, p.longRunning, p.tracker.clock.Since(p.start))
 	if v := recover(); v != nil && (v != any(http.ErrAbortHandler) || cause == nil) {
 		panic(v)
 	}
@@ -290,7 +290,7 @@ func (p *proxiedRequest) finish(req *http.Request) {
 		"way", logString(t.Way), "verb", logString(req.Method), "path", logString(p.path), "upgrade", logString(req.Header.Get("Upgrade")),
 		"longRunning", logBool(p.longRunning),
 		"bytesIn", logInt(p.body.n.Load()+p.cw.hijackedIn.Load()), "bytesOut", logInt(p.cw.written.Load()+p.cw.hijackedOut.Load()),
-		"duration", logDuration(p.registry.clock.Since(p.start).Round(time.Millisecond)), "closeReason", logString(reason))
+		"duration", logDuration(p.tracker.clock.Since(p.start).Round(time.Millisecond)), "closeReason", logString(reason))
 }
 
 // close disarms the reaction to the session's end (waiting for one that
@@ -319,7 +319,7 @@ func sessionEnd(ctx context.Context) error {
 	return nil
 }
 
-// statusFor turns a refusal of the registry into a Status error.
+// statusFor turns a refusal of the tracker into a Status error.
 func statusFor(err error, t Target) error {
 	switch {
 	case errors.Is(err, ErrTooManyForSession), errors.Is(err, ErrTooManyForOwner):

@@ -20,7 +20,7 @@ import (
 func TestHandlerStripsCallerIdentityAndKeepsPathAndQuery(t *testing.T) {
 	var got *http.Request
 	u, tr := backend(t, func(w http.ResponseWriter, r *http.Request) { got = r; _, _ = io.WriteString(w, "ok") })
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
 	h := r.Handler(tgt, "/api/v1/namespaces", &responder{})
 
@@ -72,7 +72,7 @@ func TestHandlerRejectsRedirects(t *testing.T) {
 	})
 	tgt := target(u, tr)
 	rec := httptest.NewRecorder()
-	NewRegistry(clock.RealClock{}, Limits{}).Handler(tgt, "/api", &responder{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
+	NewTracker(clock.RealClock{}, Limits{}).Handler(tgt, "/api", &responder{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
 	if rec.Code == http.StatusFound || rec.Header().Get("Location") != "" {
 		t.Errorf("a redirect from the target reached the client: %d %v", rec.Code, rec.Header())
 	}
@@ -82,19 +82,19 @@ func TestHandlerRefusals(t *testing.T) {
 	u, tr := backend(t, func(http.ResponseWriter, *http.Request) {})
 	tests := []struct {
 		name   string
-		setup  func(r *Registry)
+		setup  func(r *Tracker)
 		check  func(error) bool
 		metric string
 	}{
-		{name: "deleted", setup: func(r *Registry) { r.End("s1", ErrDeleted) }, check: apierrors.IsNotFound, metric: "deleted"},
-		{name: "expired", setup: func(r *Registry) { r.End("s1", ErrExpired) }, check: func(err error) bool { return apierrors.ReasonForError(err) == "Gone" }, metric: "expired"},
-		{name: "not ready", setup: func(r *Registry) { r.End("s1", ErrNotReady) }, check: apierrors.IsServiceUnavailable, metric: "not_ready"},
-		{name: "over the limit", setup: func(r *Registry) { _, _, _ = r.Open(context.Background(), "other", "alice", time.Now().Add(time.Hour)) },
+		{name: "deleted", setup: func(r *Tracker) { r.End("s1", ErrDeleted) }, check: apierrors.IsNotFound, metric: "deleted"},
+		{name: "expired", setup: func(r *Tracker) { r.End("s1", ErrExpired) }, check: func(err error) bool { return apierrors.ReasonForError(err) == "Gone" }, metric: "expired"},
+		{name: "not ready", setup: func(r *Tracker) { r.End("s1", ErrNotReady) }, check: apierrors.IsServiceUnavailable, metric: "not_ready"},
+		{name: "over the limit", setup: func(r *Tracker) { _, _, _ = r.Open(context.Background(), "other", "alice", time.Now().Add(time.Hour)) },
 			check: apierrors.IsTooManyRequests, metric: "owner_limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := NewRegistry(clock.RealClock{}, Limits{PerOwner: 1})
+			r := NewTracker(clock.RealClock{}, Limits{PerOwner: 1})
 			tt.setup(r)
 			resp := &responder{}
 			tgt := target(u, tr)
@@ -112,7 +112,7 @@ func TestHandlerRefusals(t *testing.T) {
 
 // serveThroughProxy runs the handler behind a real HTTP server, as the
 // aggregated server does, and returns its URL.
-func serveThroughProxy(tb testing.TB, r *Registry, tgt Target) string {
+func serveThroughProxy(tb testing.TB, r *Tracker, tgt Target) string {
 	tb.Helper()
 	srv := httptest.NewServer(proxyHandler(r, tgt))
 	tb.Cleanup(srv.Close)
@@ -121,14 +121,14 @@ func serveThroughProxy(tb testing.TB, r *Registry, tgt Target) string {
 
 // serveThroughProxyTLS is serveThroughProxy over TLS, as clustergate serves;
 // it returns the URL and the client's TLS configuration.
-func serveThroughProxyTLS(tb testing.TB, r *Registry, tgt Target) (string, *tls.Config) {
+func serveThroughProxyTLS(tb testing.TB, r *Tracker, tgt Target) (string, *tls.Config) {
 	tb.Helper()
 	srv := httptest.NewTLSServer(proxyHandler(r, tgt))
 	tb.Cleanup(srv.Close)
 	return srv.URL, srv.Client().Transport.(*http.Transport).TLSClientConfig
 }
 
-func proxyHandler(r *Registry, tgt Target) http.Handler {
+func proxyHandler(r *Tracker, tgt Target) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{}).ServeHTTP(w, req)
 	})

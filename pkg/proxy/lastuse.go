@@ -66,14 +66,14 @@ type usage struct {
 	writing bool
 }
 
-// RecordLastUse makes the registry record its sessions' last use with
+// RecordLastUse makes the tracker record its sessions' last use with
 // write, at most once an interval per session across the replicas that
-// record it so. It is called before the registry serves.
-func (r *Registry) RecordLastUse(interval time.Duration, write LastUseWriter) {
+// record it so. It is called before the tracker serves.
+func (r *Tracker) RecordLastUse(interval time.Duration, write LastUseWriter) {
 	r.uses = &lastUse{clock: r.clock, interval: interval, write: write, sessions: map[types.UID]*usage{}}
 }
 
-// opened counts a request of t's session that the registry admitted.
+// opened counts a request of t's session that the tracker admitted.
 func (l *lastUse) opened(t Target) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

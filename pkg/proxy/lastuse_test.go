@@ -59,7 +59,7 @@ func (f *fakeStatus) written() []string {
 }
 
 // settle lets the writes started by the last clock step finish.
-func settle(r *Registry) {
+func settle(r *Tracker) {
 	for range 200 {
 		r.uses.mu.Lock()
 		busy := false
@@ -120,7 +120,7 @@ func TestLastUseCoalesced(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
-			r := NewRegistry(clk, Limits{})
+			r := NewTracker(clk, Limits{})
 			status := &fakeStatus{clock: clk}
 			r.RecordLastUse(interval, status.write)
 			target := func() Target {
@@ -178,7 +178,7 @@ func TestLastUseRetries(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
-			r := NewRegistry(clk, Limits{})
+			r := NewTracker(clk, Limits{})
 			status := &fakeStatus{clock: clk, version: 7, err: tt.err}
 			r.RecordLastUse(time.Minute, status.write)
 			// The request read version 6; the status moved on since.
@@ -201,7 +201,7 @@ func TestLastUseRetries(t *testing.T) {
 	}
 }
 
-// TestIdleDeadline: the registry's timer ends a session's connections at
+// TestIdleDeadline: the tracker's timer ends a session's connections at
 // its idle deadline, unless a recorded use moved it later; a request after
 // it is refused.
 func TestIdleDeadline(t *testing.T) {
@@ -219,7 +219,7 @@ func TestIdleDeadline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(start)
-			r := NewRegistry(clk, Limits{})
+			r := NewTracker(clk, Limits{})
 			ctx, release, err := r.OpenUntil(context.Background(), "s1", "alice", start.Add(tt.expireAt), start.Add(time.Minute))
 			must(t, err)
 			defer release()
@@ -251,7 +251,7 @@ func TestIdleDeadline(t *testing.T) {
 	// A stale read's earlier deadline does not cut a session whose use was
 	// recorded since.
 	clk := clocktesting.NewFakeClock(start.Add(2 * time.Minute))
-	r := NewRegistry(clk, Limits{})
+	r := NewTracker(clk, Limits{})
 	r.Idle("s1", start.Add(10*time.Minute))
 	if _, release, err := r.OpenUntil(context.Background(), "s1", "alice", start.Add(time.Hour), start.Add(time.Minute)); err != nil {
 		t.Errorf("open with a stale idle deadline: %v", err)

@@ -32,7 +32,7 @@ func (e *LockedError) Error() string { return e.Message }
 // Is makes errors.Is(err, ErrLocked) hold.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
 
-// locks is what a registry knows of the SessionLocks: the informers' stores
+// locks is what a tracker knows of the SessionLocks: the informers' stores
 // of locks and sessions, and the timer that looks again when a lock
 // expires.
 type locks struct {
@@ -59,7 +59,7 @@ func (l *locks) list() []*v1alpha1.SessionLock {
 // holds, and accepts them again once no lock does (deleted, changed or
 // expired). sessions is the store of the sessions informer that
 // EndWithSessions watches: the sessions to match.
-func (r *Registry) EndWithLocks(lockInformer cache.SharedIndexInformer, sessions cache.Store) error {
+func (r *Tracker) EndWithLocks(lockInformer cache.SharedIndexInformer, sessions cache.Store) error {
 	r.mu.Lock()
 	r.locks = &locks{locks: lockInformer.GetStore(), sessions: sessions}
 	r.mu.Unlock()
@@ -75,7 +75,7 @@ func (r *Registry) EndWithLocks(lockInformer cache.SharedIndexInformer, sessions
 // relock matches every session against the locks, ends those a lock holds
 // and lifts the lock of the others, cuts the open requests whose requester
 // a lock holds, and arms the timer at the next expiry of a lock.
-func (r *Registry) relock() {
+func (r *Tracker) relock() {
 	l := r.lockState()
 	if l == nil {
 		return
@@ -99,8 +99,8 @@ func (r *Registry) relock() {
 	}
 }
 
-// lockState returns the registry's locks, nil before EndWithLocks.
-func (r *Registry) lockState() *locks {
+// lockState returns the tracker's locks, nil before EndWithLocks.
+func (r *Tracker) lockState() *locks {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.locks
@@ -108,7 +108,7 @@ func (r *Registry) lockState() *locks {
 
 // applyLocks ends the connections of s when a lock holds it, and lifts the
 // lock of s when none does.
-func (r *Registry) applyLocks(s *v1alpha1.Session, all []*v1alpha1.SessionLock, now time.Time) {
+func (r *Tracker) applyLocks(s *v1alpha1.Session, all []*v1alpha1.SessionLock, now time.Time) {
 	if s.DeletionTimestamp != nil {
 		return
 	}
@@ -122,7 +122,7 @@ func (r *Registry) applyLocks(s *v1alpha1.Session, all []*v1alpha1.SessionLock, 
 // cutRequests ends the open connections whose request a lock holds, by
 // its requester's user name or current groups, in sessions that no lock
 // holds as a whole; the session and its other requests go on.
-func (r *Registry) cutRequests(all []*v1alpha1.SessionLock, now time.Time) {
+func (r *Tracker) cutRequests(all []*v1alpha1.SessionLock, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, t := range r.sessions {
@@ -144,7 +144,7 @@ func (r *Registry) cutRequests(all []*v1alpha1.SessionLock, now time.Time) {
 // it while a lock holds t.Subject, its requester included. It looks after
 // registering: a lock the informer delivers meanwhile is either seen here
 // or cuts the registered connection (cutRequests), so none slips between.
-func (r *Registry) openRequest(parent context.Context, t Target) (context.Context, func(), error) {
+func (r *Tracker) openRequest(parent context.Context, t Target) (context.Context, func(), error) {
 	ctx, release, err := r.openConn(parent, t.UID, t.Owner, t.ExpiresAt, t.IdleAt, t.Subject)
 	if err != nil || t.Subject == nil {
 		return ctx, release, err
@@ -157,14 +157,14 @@ func (r *Registry) openRequest(parent context.Context, t Target) (context.Contex
 }
 
 // observeLocks matches one session, new or changed, against the locks.
-func (r *Registry) observeLocks(s *v1alpha1.Session) {
+func (r *Tracker) observeLocks(s *v1alpha1.Session) {
 	if l := r.lockState(); l != nil {
 		r.applyLocks(s, l.list(), r.clock.Now())
 	}
 }
 
 // unlock accepts connections of a session again that a lock ended.
-func (r *Registry) unlock(uid types.UID) {
+func (r *Tracker) unlock(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t := r.sessions[uid]; t != nil && errors.Is(t.ended, ErrLocked) {
@@ -176,7 +176,7 @@ func (r *Registry) unlock(uid types.UID) {
 // subject now, as this replica's locks informer knows them: sessions/proxy
 // refuses it at once, before the leader marks the session Locked. ok is
 // false when none holds it, or before EndWithLocks.
-func (r *Registry) Holding(subject sessionlock.Subject) (message string, ok bool) {
+func (r *Tracker) Holding(subject sessionlock.Subject) (message string, ok bool) {
 	l := r.lockState()
 	if l == nil {
 		return "", false

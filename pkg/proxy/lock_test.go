@@ -27,7 +27,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
-// TestEndWithLocks drives the registry from a locks informer: a lock on
+// TestEndWithLocks drives the tracker from a locks informer: a lock on
 // the owner cuts the open connection of the session with the lock's name
 // and reason and refuses new ones; deleting it accepts them again, and so
 // does the expiry of a lock, without any event.
@@ -38,7 +38,7 @@ func TestEndWithLocks(t *testing.T) {
 	other.Spec.Owner.Username = "bob"
 	client := fake.NewSimpleClientset(s, other)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	sessions := factory.Clustergate().V1alpha1().Sessions().Informer()
 	must(t, r.EndWithSessions(sessions, func(types.UID) {}))
 	must(t, r.EndWithLocks(factory.Clustergate().V1alpha1().SessionLocks().Informer(), sessions.GetStore()))
@@ -93,7 +93,7 @@ func TestEndWithLocks(t *testing.T) {
 	must(t, locks.Delete(context.Background(), "inc", metav1.DeleteOptions{}))
 	waitOpen("unlocked", "s1", nil)
 
-	// A lock that expires lifts itself: the registry looks again then.
+	// A lock that expires lifts itself: the tracker looks again then.
 	expiresAt := metav1.NewTime(time.Now().Add(500 * time.Millisecond))
 	lock.Spec.ExpiresAt = &expiresAt
 	_, err = locks.Create(context.Background(), lock, metav1.CreateOptions{})
@@ -124,7 +124,7 @@ func TestLockHoldsTheRequester(t *testing.T) {
 	s.Spec.Owner = v1alpha1.SessionOwner{Username: "alice", Groups: []string{"system:authenticated"}}
 	client := fake.NewSimpleClientset(s)
 	factory := externalversions.NewSharedInformerFactory(client, 0)
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	sessions := factory.Clustergate().V1alpha1().Sessions().Informer()
 	must(t, r.EndWithSessions(sessions, func(types.UID) {}))
 	must(t, r.EndWithLocks(factory.Clustergate().V1alpha1().SessionLocks().Informer(), sessions.GetStore()))

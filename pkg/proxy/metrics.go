@@ -23,7 +23,7 @@ var (
 	}, []string{"reason"})
 	refusedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "refused_requests_total",
-		Help:           "Proxied requests refused by this replica's registry, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit, stopping, unrecordable).",
+		Help:           "Proxied requests refused by this replica's connection tracker, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit, stopping, unrecordable).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 )

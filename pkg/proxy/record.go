@@ -21,8 +21,8 @@ import (
 )
 
 // RecordWith records the interactive streams and the requests of every
-// session this registry serves; nil records nothing.
-func (r *Registry) RecordWith(recorder *recording.Recorder) { r.recorder = recorder }
+// session this tracker serves; nil records nothing.
+func (r *Tracker) RecordWith(recorder *recording.Recorder) { r.recorder = recorder }
 
 // kubeletReads are the first segments of the kubelet's paths (k8s.io/kubernetes
 // pkg/kubelet/server/server.go) that a GET through nodes/<node>/proxy may
@@ -147,7 +147,7 @@ func mayRunCommands(path string) bool {
 // recorder; an upgrade always; a plain request only under
 // --recording=required, which it may refuse with an error wrapping
 // errUnrecordable.
-func (r *Registry) inspectFor(req *http.Request, path string) (inspection, error) {
+func (r *Tracker) inspectFor(req *http.Request, path string) (inspection, error) {
 	rec := r.recorder
 	if rec == nil {
 		return inspection{}, nil
@@ -171,7 +171,7 @@ func recordingSession(t Target) recording.Session {
 // and starts the recording of an interactive stream; under
 // --recording=required, an error is the Status that refuses the request.
 func (p *proxiedRequest) openRecording() error {
-	rec := p.registry.recorder
+	rec := p.tracker.recorder
 	if rec == nil {
 		return nil
 	}
@@ -201,14 +201,14 @@ func (p *proxiedRequest) openRecording() error {
 
 // logRequest adds the request to its session's request log.
 func (p *proxiedRequest) logRequest(req *http.Request, status int, closeReason string) {
-	rec := p.registry.recorder
+	rec := p.tracker.recorder
 	if rec == nil {
 		return
 	}
 	entry := recording.Request{
 		Time: p.start.UTC(), Way: string(p.target.Way), Method: req.Method, Path: p.path, Query: req.URL.RawQuery,
 		Status: status, UserAgent: req.UserAgent(), Upgrade: req.Header.Get("Upgrade"), CloseReason: closeReason,
-		Duration: p.registry.clock.Since(p.start).Round(time.Millisecond).String(),
+		Duration: p.tracker.clock.Since(p.start).Round(time.Millisecond).String(),
 	}
 	if p.body != nil {
 		entry.BytesIn = p.body.n.Load() + p.cw.hijackedIn.Load()

@@ -109,10 +109,10 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// recordingProxy serves the registry with refusals written as Status.
+// recordingProxy serves the tracker with refusals written as Status.
 func recordingProxy(t testing.TB, rec *recording.Recorder, tgt Target) string {
 	t.Helper()
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	r.RecordWith(rec)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{w: w}).ServeHTTP(w, req)
@@ -155,7 +155,7 @@ func TestRecordingRequired(t *testing.T) {
 	tgt := echoExecBackend(t)
 	t.Run("refused when the recording cannot start", func(t *testing.T) {
 		s := newFailingStore(t, true)
-		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired}), tgt)
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Mode: recording.ModeRequired}), tgt)
 		_, resp, err := dialExec(base)
 		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 			t.Fatalf("dial: %v, response %+v; want 503", err, resp)
@@ -167,7 +167,7 @@ func TestRecordingRequired(t *testing.T) {
 	})
 	t.Run("closed when the recording fails", func(t *testing.T) {
 		s := newFailingStore(t, false)
-		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, FlushInterval: 20 * time.Millisecond}), tgt)
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Mode: recording.ModeRequired, FlushInterval: 20 * time.Millisecond}), tgt)
 		conn, _, err := dialExec(base)
 		must(t, err)
 		defer conn.Close()
@@ -191,7 +191,7 @@ func TestRecordingRequired(t *testing.T) {
 	})
 	t.Run("SPDY: closed with a Status when the recording fails", func(t *testing.T) {
 		s := newFailingStore(t, false)
-		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, FlushInterval: 20 * time.Millisecond}), echoSPDYExecBackend(t))
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Mode: recording.ModeRequired, FlushInterval: 20 * time.Millisecond}), echoSPDYExecBackend(t))
 		u, err := url.Parse(strings.Replace(base, "ws://", "http://", 1) + "/proxy" + execPath)
 		must(t, err)
 		executor, err := remotecommand.NewSPDYExecutor(&rest.Config{Host: u.Host}, http.MethodPost, u)
@@ -232,7 +232,7 @@ func TestRecordingRequired(t *testing.T) {
 	})
 	t.Run("best-effort lets it run", func(t *testing.T) {
 		s := newFailingStore(t, true)
-		base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyBestEffort}), tgt)
+		base := recordingProxy(t, recording.New(recording.Config{Store: s, Mode: recording.ModeBestEffort}), tgt)
 		conn, _, err := dialExec(base)
 		must(t, err)
 		defer conn.Close()
@@ -249,7 +249,7 @@ func TestRequestLog(t *testing.T) {
 	tgt := echoExecBackend(t)
 	s := newFailingStore(t, false)
 	keys := manifestKeys(t)
-	rec := recording.New(recording.Config{Store: s, Policy: recording.PolicyBestEffort, FlushInterval: time.Hour, Keys: keys})
+	rec := recording.New(recording.Config{Store: s, Mode: recording.ModeBestEffort, FlushInterval: time.Hour, Keys: keys})
 	base := recordingProxy(t, rec, tgt)
 	httpBase := strings.Replace(base, "ws://", "http://", 1)
 	req, _ := http.NewRequest(http.MethodGet, httpBase+"/proxy/api/v1/namespaces?access_token=secret&limit=5", nil)
@@ -306,7 +306,7 @@ func TestRequestLog(t *testing.T) {
 // written, and served again once it is.
 func TestRequestLogRequired(t *testing.T) {
 	s := newFailingStore(t, true)
-	rec := recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, FlushInterval: time.Hour})
+	rec := recording.New(recording.Config{Store: s, Mode: recording.ModeRequired, FlushInterval: time.Hour})
 	base := strings.Replace(recordingProxy(t, rec, echoExecBackend(t)), "ws://", "http://", 1)
 	flush := func() {
 		// Run writes the log when it ends.

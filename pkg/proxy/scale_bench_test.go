@@ -41,7 +41,7 @@ func BenchmarkIdleWatches(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			for range b.N {
-				r := NewRegistry(clock.RealClock{}, Limits{})
+				r := NewTracker(clock.RealClock{}, Limits{})
 				tgt := target(u, tr)
 				base, client := u.String(), &http.Client{Transport: tr}
 				if proxied {

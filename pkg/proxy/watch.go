@@ -20,7 +20,7 @@ import (
 // their end when its expiry or idle deadline moves later (an extension, a
 // recorded use); forget is called with the UID of each session that is
 // gone.
-func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget func(types.UID)) error {
+func (r *Tracker) EndWithSessions(sessions cache.SharedIndexInformer, forget func(types.UID)) error {
 	_, err := sessions.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		// Connections may be open before the informer's first list.
 		AddFunc: func(obj any) {
@@ -86,7 +86,7 @@ func (r *Registry) EndWithSessions(sessions cache.SharedIndexInformer, forget fu
 }
 
 // observe takes in a session's idle deadline and last use.
-func (r *Registry) observe(s *v1alpha1.Session) {
+func (r *Tracker) observe(s *v1alpha1.Session) {
 	if deadline, ok := v1alpha1.IdleDeadline(s); ok {
 		r.Idle(s.UID, deadline)
 	}

@@ -29,13 +29,13 @@ func session(name string, ready metav1.ConditionStatus, deleting bool) *v1alpha1
 	return s
 }
 
-// TestEndWithSessions drives the registry from a sessions informer: each
+// TestEndWithSessions drives the tracker from a sessions informer: each
 // step updates a session and says whether a new connection is refused, and
 // why.
 func TestEndWithSessions(t *testing.T) {
 	client := fake.NewSimpleClientset(session("deleting", metav1.ConditionTrue, true), session("s1", metav1.ConditionTrue, false))
 	factory := externalversions.NewSharedInformerFactory(client, 0)
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	forgotten := make(chan types.UID, 10)
 	informer := factory.Clustergate().V1alpha1().Sessions().Informer()
 	must(t, r.EndWithSessions(informer, func(uid types.UID) { forgotten <- uid }))

@@ -127,16 +127,16 @@ func finishedStreams(t *testing.T, s store.Store, one bool) []recording.StreamSu
 // reaches the target, or allowed when it runs nothing; under best-effort
 // nothing is refused, and the kubelet's exec and attach are recorded too.
 func TestRecordingRequiredWaysIn(t *testing.T) {
-	for _, policy := range []recording.Policy{recording.PolicyRequired, recording.PolicyBestEffort} {
+	for _, policy := range []recording.Mode{recording.ModeRequired, recording.ModeBestEffort} {
 		for _, tt := range waysIn {
 			t.Run(string(policy)+"/"+tt.name, func(t *testing.T) {
 				want := tt.required
-				if policy != recording.PolicyRequired && want == refused {
+				if policy != recording.ModeRequired && want == refused {
 					want = allowed
 				}
 				tgt, reached := countingBackend(t)
 				s := newFailingStore(t, false)
-				base := strings.Replace(recordingProxy(t, recording.New(recording.Config{Store: s, Policy: policy}), tgt), "ws://", "http://", 1)
+				base := strings.Replace(recordingProxy(t, recording.New(recording.Config{Store: s, Mode: policy}), tgt), "ws://", "http://", 1)
 				req, err := http.NewRequest(tt.method, base+"/proxy"+tt.path, nil)
 				must(t, err)
 				if tt.upgrade != "" {
@@ -186,7 +186,7 @@ func TestRecordingRequiredWaysIn(t *testing.T) {
 func TestKubeletExecRecorded(t *testing.T) {
 	s := newFailingStore(t, false)
 	keys := manifestKeys(t)
-	base := recordingProxy(t, recording.New(recording.Config{Store: s, Policy: recording.PolicyRequired, Keys: keys}), echoExecBackend(t))
+	base := recordingProxy(t, recording.New(recording.Config{Store: s, Mode: recording.ModeRequired, Keys: keys}), echoExecBackend(t))
 	dialer := websocket.Dialer{Subprotocols: []string{"v5.channel.k8s.io"}}
 	conn, _, err := dialer.Dial(base+"/proxy/api/v1/nodes/n1/proxy/exec/default/p/c?command=cat&stdin=true&stdout=true", nil)
 	must(t, err)

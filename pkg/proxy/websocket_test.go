@@ -111,7 +111,7 @@ func TestWebSocketEndsWithCloseFrame(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	})
-	r := NewRegistry(clock.RealClock{}, Limits{})
+	r := NewTracker(clock.RealClock{}, Limits{})
 	tgt := target(u, tr)
 	base := serveThroughProxy(t, r, tgt)
 
@@ -152,7 +152,7 @@ func TestWebSocketToAClientThatStoppedReading(t *testing.T) {
 				for conn.WriteMessage(websocket.BinaryMessage, chunk) == nil {
 				}
 			})
-			r := NewRegistry(clock.RealClock{}, Limits{})
+			r := NewTracker(clock.RealClock{}, Limits{})
 			tgt := target(u, tr)
 			dialer := *websocket.DefaultDialer
 			var url string

@@ -257,7 +257,7 @@ func recordedExec(t testing.TB, tgt Target, sink *stdinSink, upgrade string, bod
 	t.Helper()
 	local, err := store.NewLocal(t.TempDir())
 	must(t, err)
-	base := recordingProxy(t, recording.New(recording.Config{Store: local, Policy: recording.PolicyRequired, FlushInterval: 10 * time.Millisecond}), tgt)
+	base := recordingProxy(t, recording.New(recording.Config{Store: local, Mode: recording.ModeRequired, FlushInterval: 10 * time.Millisecond}), tgt)
 	run := fmt.Sprint(runs.Add(1))
 	var o execOutcome
 	var linger time.Duration

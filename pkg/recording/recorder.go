@@ -31,8 +31,8 @@ const (
 
 // Config configures a Recorder.
 type Config struct {
-	Store  store.Store
-	Policy Policy
+	Store store.Store
+	Mode  Mode
 	// Replica names this server replica in recordings and request logs.
 	Replica string
 	// FlushInterval is how often recordings and request logs are written
@@ -61,9 +61,9 @@ type Recorder struct {
 	seq      int
 }
 
-// New returns a recorder; nil when the policy is off.
+// New returns a recorder; nil when the mode is off.
 func New(cfg Config) *Recorder {
-	if cfg.Policy == PolicyOff || cfg.Policy == "" || cfg.Store == nil {
+	if cfg.Mode == ModeOff || cfg.Mode == "" || cfg.Store == nil {
 		return nil
 	}
 	if cfg.FlushInterval <= 0 {
@@ -79,7 +79,7 @@ func New(cfg Config) *Recorder {
 }
 
 // Required says whether streams must not run unrecorded.
-func (r *Recorder) Required() bool { return r.cfg.Policy == PolicyRequired }
+func (r *Recorder) Required() bool { return r.cfg.Mode == ModeRequired }
 
 // Replica is the name of this replica in recordings.
 func (r *Recorder) Replica() string { return r.cfg.Replica }

@@ -41,9 +41,9 @@ func mustParseKeys(lines string) *ManifestKeys {
 	return k
 }
 
-func newTestRecorder(t *testing.T, s store.Store, policy Policy) *Recorder {
+func newTestRecorder(t *testing.T, s store.Store, policy Mode) *Recorder {
 	t.Helper()
-	return New(Config{Store: s, Policy: policy, Replica: "r1", FlushInterval: time.Hour, Keys: testKeys, Clock: clocktesting.NewFakeClock(testStart)})
+	return New(Config{Store: s, Mode: policy, Replica: "r1", FlushInterval: time.Hour, Keys: testKeys, Clock: clocktesting.NewFakeClock(testStart)})
 }
 
 // testReader reads s with the test keys, at the test recorders' start.
@@ -65,7 +65,7 @@ func newLocalStore(t *testing.T) *store.Local {
 // test session in st.
 func openExecStream(t *testing.T, st store.Store) *Stream {
 	t.Helper()
-	s, err := newTestRecorder(t, st, PolicyBestEffort).OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec"})
+	s, err := newTestRecorder(t, st, ModeBestEffort).OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func openExecStream(t *testing.T, st store.Store) *Stream {
 func TestRecordAndReadBack(t *testing.T) {
 	ctx := context.Background()
 	local := newLocalStore(t)
-	r := newTestRecorder(t, local, PolicyBestEffort)
+	r := newTestRecorder(t, local, ModeBestEffort)
 	s, err := r.OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec", Pod: "p", Command: []string{"sh"}, TTY: true})
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func TestManifestKeyRotation(t *testing.T) {
 	oldKeys, rotated, newKeys := mustParseKeys(key("old", 1)), mustParseKeys(key("new", 2)+key("old", 1)), mustParseKeys(key("new", 2))
 	local := newLocalStore(t)
 	record := func(keys *ManifestKeys) string {
-		r := New(Config{Store: local, Policy: PolicyBestEffort, Replica: "r1", FlushInterval: time.Hour, Keys: keys, Clock: clocktesting.NewFakeClock(testStart)})
+		r := New(Config{Store: local, Mode: ModeBestEffort, Replica: "r1", FlushInterval: time.Hour, Keys: keys, Clock: clocktesting.NewFakeClock(testStart)})
 		s, err := r.OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec"})
 		if err != nil {
 			t.Fatal(err)
@@ -474,23 +474,23 @@ type failingStore struct{ store.Store }
 
 func (failingStore) Put(context.Context, string, []byte) error { return errors.New("disk full") }
 
-func TestPolicyWhenTheStoreFails(t *testing.T) {
+func TestModeWhenTheStoreFails(t *testing.T) {
 	ctx := context.Background()
 	local := newLocalStore(t)
-	if _, err := newTestRecorder(t, failingStore{local}, PolicyRequired).OpenStream(ctx, StreamInfo{Session: testSession}); err == nil {
+	if _, err := newTestRecorder(t, failingStore{local}, ModeRequired).OpenStream(ctx, StreamInfo{Session: testSession}); err == nil {
 		t.Error("required: a stream opened although the store cannot be written")
 	}
-	s, err := newTestRecorder(t, failingStore{local}, PolicyBestEffort).OpenStream(ctx, StreamInfo{Session: testSession})
+	s, err := newTestRecorder(t, failingStore{local}, ModeBestEffort).OpenStream(ctx, StreamInfo{Session: testSession})
 	if err != nil || s.Recording() {
 		t.Errorf("best-effort: %v, recording %v", err, s != nil && s.Recording())
 	}
-	if New(Config{Store: local, Policy: PolicyOff}) != nil {
+	if New(Config{Store: local, Mode: ModeOff}) != nil {
 		t.Error("off: a recorder")
 	}
 
 	// Required and failing mid-way: the relay is told.
 	switching := &switchStore{Store: local}
-	r := newTestRecorder(t, switching, PolicyRequired)
+	r := newTestRecorder(t, switching, ModeRequired)
 	s, err = r.OpenStream(ctx, StreamInfo{Session: testSession})
 	if err != nil {
 		t.Fatal(err)
@@ -593,7 +593,7 @@ func TestSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := New(Config{Store: local, Policy: PolicyBestEffort, Retention: 24 * time.Hour, Clock: clocktesting.NewFakeClock(time.Now().Add(48 * time.Hour))})
+	r := New(Config{Store: local, Mode: ModeBestEffort, Retention: 24 * time.Hour, Clock: clocktesting.NewFakeClock(time.Now().Add(48 * time.Hour))})
 	r.sweep(ctx)
 	objects, err := local.List(ctx, "")
 	if err != nil {
@@ -616,7 +616,7 @@ func BenchmarkLogRequest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := New(Config{Store: local, Policy: PolicyBestEffort, Replica: "r1", FlushInterval: time.Hour})
+	r := New(Config{Store: local, Mode: ModeBestEffort, Replica: "r1", FlushInterval: time.Hour})
 	req := Request{Time: time.Now(), Way: "aggregated", Method: "GET", Path: "/api/v1/namespaces/default/pods/p",
 		Query: "timeout=32s", Status: 200, BytesOut: 3210, Duration: "4ms", UserAgent: "kubectl/v1.34.0 (linux/amd64) kubernetes/abcdef0"}
 	b.ReportAllocs()
@@ -644,7 +644,7 @@ func BenchmarkStream(b *testing.B) {
 				b.Fatal(err)
 			}
 			counted := &countingStore{Store: local}
-			r := New(Config{Store: counted, Policy: PolicyBestEffort})
+			r := New(Config{Store: counted, Mode: ModeBestEffort})
 			s, err := r.OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec", Pod: "p"})
 			if err != nil {
 				b.Fatal(err)

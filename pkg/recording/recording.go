@@ -32,21 +32,21 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Policy says what happens when recordings cannot be written.
-type Policy string
+// Mode says what happens when recordings cannot be written.
+type Mode string
 
 const (
-	// PolicyOff records nothing.
-	PolicyOff Policy = "off"
-	// PolicyBestEffort records, and lets streams run when it cannot.
-	PolicyBestEffort Policy = "best-effort"
-	// PolicyRequired refuses an interactive stream whose recording cannot
+	// ModeOff records nothing.
+	ModeOff Mode = "off"
+	// ModeBestEffort records, and lets streams run when it cannot.
+	ModeBestEffort Mode = "best-effort"
+	// ModeRequired refuses an interactive stream whose recording cannot
 	// be started and closes one whose recording fails.
-	PolicyRequired Policy = "required"
+	ModeRequired Mode = "required"
 )
 
-// Policies are the values --recording takes.
-var Policies = []Policy{PolicyOff, PolicyBestEffort, PolicyRequired}
+// Modes are the values --recording takes.
+var Modes = []Mode{ModeOff, ModeBestEffort, ModeRequired}
 
 // Session names the session a recording belongs to.
 type Session struct {

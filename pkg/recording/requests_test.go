@@ -79,7 +79,7 @@ func TestRequestLogKeepsEveryEntry(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			local := newLocalStore(t)
-			r := newTestRecorder(t, local, PolicyBestEffort)
+			r := newTestRecorder(t, local, ModeBestEffort)
 			for _, req := range tt.logged {
 				r.LogRequest(testSession, req)
 			}
@@ -103,7 +103,7 @@ func TestRequestLogLosesNothingSilently(t *testing.T) {
 	ctx := context.Background()
 	entry := Request{Method: "GET", Path: "/api/v1/pods", UserAgent: strings.Repeat("u", maxFieldBytes)}
 	const logged = 1200 // of about 4.2 KB each: more than maxBufferedRequests
-	for _, policy := range []Policy{PolicyBestEffort, PolicyRequired} {
+	for _, policy := range []Mode{ModeBestEffort, ModeRequired} {
 		t.Run(string(policy), func(t *testing.T) {
 			local := newLocalStore(t)
 			r := newTestRecorder(t, local, policy)
@@ -118,9 +118,9 @@ func TestRequestLogLosesNothingSilently(t *testing.T) {
 				r.LogRequest(testSession, entry)
 			}
 			switch {
-			case policy == PolicyRequired && (refusedAt < 0 || refusedAt*4200 > maxBufferedRequests-requiredHeadroom+4300):
+			case policy == ModeRequired && (refusedAt < 0 || refusedAt*4200 > maxBufferedRequests-requiredHeadroom+4300):
 				t.Errorf("required: refused from entry %d, want from about 3 MiB", refusedAt)
-			case policy == PolicyBestEffort && refusedAt >= 0:
+			case policy == ModeBestEffort && refusedAt >= 0:
 				t.Errorf("best-effort: refused from entry %d", refusedAt)
 			}
 			r.flushRequests(ctx)
@@ -149,7 +149,7 @@ func TestRequestLogLosesNothingSilently(t *testing.T) {
 	}
 	t.Run("required, the store failing", func(t *testing.T) {
 		switching := &switchStore{Store: newLocalStore(t), fail: true}
-		r := newTestRecorder(t, switching, PolicyRequired)
+		r := newTestRecorder(t, switching, ModeRequired)
 		r.LogRequest(testSession, entry)
 		r.flushRequests(ctx)
 		if err := r.RequestLogError(testSession); err == nil || !strings.Contains(err.Error(), "unreachable") {
@@ -197,7 +197,7 @@ func TestRequestLogReadErrors(t *testing.T) {
 func TestRequestLogPaging(t *testing.T) {
 	ctx := context.Background()
 	local := newLocalStore(t)
-	r := newTestRecorder(t, local, PolicyBestEffort)
+	r := newTestRecorder(t, local, ModeBestEffort)
 	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 	for i := range 50 {
 		// Entries logged out of time order within a flush, as requests end.

@@ -84,7 +84,7 @@ func (s *Stream) Recording() bool {
 }
 
 // OnFailure sets what to do when the recording fails while the stream
-// runs; under PolicyRequired it is told, with a *Failure, from the
+// runs; under ModeRequired it is told, with a *Failure, from the
 // recording's goroutine; under best-effort never.
 func (s *Stream) OnFailure(f func(error)) {
 	s.mu.Lock()
@@ -317,7 +317,7 @@ func (s *Stream) finish() {
 }
 
 // fail records why the recording stopped, once, and tells the relay under
-// PolicyRequired; under best-effort capturing stops but written chunks
+// ModeRequired; under best-effort capturing stops but written chunks
 // stay.
 func (s *Stream) fail(err error) {
 	s.mu.Lock()
@@ -331,14 +331,14 @@ func (s *Stream) fail(err error) {
 	s.mu.Unlock()
 	failedStreams.Inc()
 	klog.ErrorS(err, "Recording failed", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream,
-		"policy", s.recorder.cfg.Policy)
+		"policy", s.recorder.cfg.Mode)
 	if s.recorder.Required() && onFail != nil {
 		onFail(&Failure{Err: fmt.Errorf("recording required: %w", err), SPDYErrorStream: s.checker.spdyErrorStream()})
 	}
 }
 
 // Failure is what OnFailure is told when a recording fails under
-// PolicyRequired: why, and what the relay needs to tell the client so.
+// ModeRequired: why, and what the relay needs to tell the client so.
 type Failure struct {
 	Err error
 	// SPDYErrorStream is the SPDY stream (streamType "error") on which the

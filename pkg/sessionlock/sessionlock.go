@@ -3,7 +3,7 @@
 
 // Package sessionlock is the rule of which SessionLocks hold which
 // sessions. The session registry (creates and extensions), every replica's
-// proxy registry and the leader's session controller all match through it,
+// proxy's connection tracker and the leader's session controller all match through it,
 // so that they never disagree on which sessions a lock holds.
 package sessionlock
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 )
 
 // dataPlaneGet sends GET path to the data plane with token (none when
@@ -182,7 +182,7 @@ func TestDataPlane(t *testing.T) {
 		}
 	})
 	t.Run("the Istio policy guards the paths the data plane serves", func(t *testing.T) {
-		paths := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
+		paths := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", sessions.PolicyName(s),
 			"-o", "jsonpath={.spec.rules[0].to[0].operation.paths}")
 		var policyPaths []string
 		if err := json.Unmarshal([]byte(paths), &policyPaths); err != nil || len(policyPaths) != 2 {
@@ -199,7 +199,7 @@ func TestDataPlane(t *testing.T) {
 		if strings.HasPrefix(aggregated, prefix) || aggregated == exact {
 			t.Errorf("the policy claims the aggregated path %s", aggregated)
 		}
-		claims := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
+		claims := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", sessions.PolicyName(s),
 			"-o", "jsonpath={.spec.rules[*].when[0].key}={.spec.rules[*].when[0].notValues[0]}")
 		if want := "request.auth.claims[iss] request.auth.claims[sub]=" + cp.DataPlaneIssuer + " " + garden; claims != want {
 			t.Errorf("the policy matches %s, want %s: the issuer and the claim the data plane maps the owner from", claims, want)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/credentials"
 )
 
@@ -67,7 +67,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		}
 	}
 
-	var sessions []v1alpha1.Session
+	var ready []v1alpha1.Session
 	eventually(t, time.Duration(n)*time.Second+time.Minute, "every session Ready and every kubeconfig written", func() error {
 		list, err := client.ClustergateV1alpha1().Sessions(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -87,17 +87,17 @@ func TestNamespaceDeletion(t *testing.T) {
 				return fmt.Errorf("kubeconfig %s: %+v", k.Name, k.Status)
 			}
 		}
-		sessions = list.Items
+		ready = list.Items
 		return nil
 	})
 
 	// What the server made for them, outside the namespace and in it.
 	type made struct{ kubeconfig, kind, namespace, name string }
 	var everything []made
-	for _, s := range sessions {
+	for _, s := range ready {
 		everything = append(everything,
 			made{cp.AdminKubeconfig, "secret", "clustergate-system", credentials.SecretName(s.UID)},
-			made{cp.AdminKubeconfig, "authorizationpolicies.security.istio.io", localcluster.PolicyNamespace, session.PolicyName(&s)})
+			made{cp.AdminKubeconfig, "authorizationpolicies.security.istio.io", localcluster.PolicyNamespace, sessions.PolicyName(&s)})
 		if s.Spec.Target.Cluster != nil {
 			everything = append(everything, made{cp.ShootKubeconfig, "certificatesigningrequest", "", credentials.CSRName(s.UID)})
 		}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
@@ -119,7 +119,7 @@ func TestShootSession(t *testing.T) {
 	t.Run("AuthorizationPolicy denies all but the owner", func(t *testing.T) {
 		// The owner is a garden user, whom no data-plane issuer names: the
 		// gateway lets nobody through to the session.
-		out := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", session.PolicyName(s),
+		out := kubectl(t, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", sessions.PolicyName(s),
 			"-o", `jsonpath={.spec.action} {.spec.selector.matchLabels} {.spec.rules[*].to[0].operation.ports} {.spec.rules[*].to[0].operation.paths} {.spec.rules[*].when} {.metadata.labels.clustergate\.dev/session-name}`)
 		want := `DENY {"istio":"clustergate-data-plane"} ["8444"] ["/sessions/shoot-sessions/look","/sessions/shoot-sessions/look/*"]  look`
 		if out != want {
@@ -172,7 +172,7 @@ func TestSessionEndsAtExpiry(t *testing.T) {
 	if got := s.Status.ExpiresAt.Sub(s.CreationTimestamp.Time); got != 20*time.Second {
 		t.Fatalf("expiresAt - creationTimestamp = %s, want 20s", got)
 	}
-	policy := session.PolicyName(s)
+	policy := sessions.PolicyName(s)
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", localcluster.PolicyNamespace, "get", "authorizationpolicies.security.istio.io", policy); err != nil {
 		t.Fatalf("no policy while the session lives: %v", err)
 	}

@@ -51,7 +51,7 @@ func (o *Options) addSessionFlags(fss *cliflag.NamedFlagSets) {
 		"Values that spec.accessLevel.group of a Session may take.")
 	fs.IntVar(&o.Server.SessionMaxPerOwner, "session-max-per-owner", o.Server.SessionMaxPerOwner,
 		"Live (neither expired nor deleted) Sessions one owner may have across the server; the next create is refused. Each replica counts in the shared storage; creates of one owner racing on several replicas at once may exceed it by one per further replica. 0 is no limit.")
-	session := &o.Server.Controllers.Session
+	session := &o.Server.Controllers.Sessions
 	fs.IntVar(&session.Workers, "session-workers", session.Workers, "Sessions handled in parallel.")
 	fs.StringVar(&session.Namespace, "namespace", session.Namespace,
 		"The server's own namespace in the core cluster: session credentials and the kubeconfig Secrets of cluster targets live there (default: $POD_NAMESPACE or clustergate-system).")
@@ -86,12 +86,12 @@ func (o *Options) addAccessFlags(fss *cliflag.NamedFlagSets) {
 		"Concurrent proxied requests per session owner on one replica; 0 is no limit.")
 
 	fs = fss.FlagSet("session kubeconfigs")
-	fs.StringVar(&s.Kubeconfig.ExternalURL, "external-url", s.Kubeconfig.ExternalURL,
+	fs.StringVar(&s.SessionKubeconfig.ExternalURL, "external-url", s.SessionKubeconfig.ExternalURL,
 		"URL users reach the control plane with; session kubeconfigs point at it plus the proxy path.")
 	fs.StringVar(&s.ExternalCAFile, "external-ca-file", s.ExternalCAFile, "CA bundle that verifies --external-url, put into session kubeconfigs.")
-	fs.StringVar(&s.Kubeconfig.ExecCommand, "kubeconfig-exec-command", s.Kubeconfig.ExecCommand,
+	fs.StringVar(&s.SessionKubeconfig.ExecCommand, "kubeconfig-exec-command", s.SessionKubeconfig.ExecCommand,
 		"Exec credential plugin (for example kubelogin) of the user in session kubeconfigs; empty leaves the user to the caller.")
-	fs.StringArrayVar(&s.Kubeconfig.ExecArgs, "kubeconfig-exec-arg", s.Kubeconfig.ExecArgs, "Argument of --kubeconfig-exec-command; repeat for more.")
+	fs.StringArrayVar(&s.SessionKubeconfig.ExecArgs, "kubeconfig-exec-arg", s.SessionKubeconfig.ExecArgs, "Argument of --kubeconfig-exec-command; repeat for more.")
 
 	fs = fss.FlagSet("data plane")
 	fs.StringVar(&s.DataPlane.Address, "data-plane-address", s.DataPlane.Address,
@@ -103,12 +103,12 @@ func (o *Options) addAccessFlags(fss *cliflag.NamedFlagSets) {
 	fs.StringVar(&s.DataPlane.TLSCertFile, "data-plane-tls-cert-file", s.DataPlane.TLSCertFile,
 		"Certificate of the data plane's listener; empty presents the serving certificate.")
 	fs.StringVar(&s.DataPlane.TLSKeyFile, "data-plane-tls-private-key-file", s.DataPlane.TLSKeyFile, "Key of --data-plane-tls-cert-file.")
-	fs.StringVar(&s.Kubeconfig.DataPlaneURL, "data-plane-external-url", s.Kubeconfig.DataPlaneURL,
+	fs.StringVar(&s.SessionKubeconfig.DataPlaneURL, "data-plane-external-url", s.SessionKubeconfig.DataPlaneURL,
 		"URL users reach the data plane with (a gateway in front of --data-plane-address); session kubeconfigs then point at it plus the session's path instead of the aggregated proxy.")
 	fs.StringVar(&s.DataPlaneCAFile, "data-plane-ca-file", s.DataPlaneCAFile, "CA bundle that verifies --data-plane-external-url, put into session kubeconfigs.")
 
 	fs = fss.FlagSet("istio")
-	policy := &s.Controllers.Session.Policy
+	policy := &s.Controllers.Sessions.IstioPolicy
 	fs.StringVar(&policy.Namespace, "istio-namespace", policy.Namespace,
 		"Namespace of the data plane's Istio gateway, where each session gets an AuthorizationPolicy that lets only its owner's JWT through to its paths; empty turns them off. Needs --data-plane-authentication-config, whose issuers and claims the policies match.")
 	fs.StringVar(&o.istioSelector, "istio-workload-selector", o.istioSelector, "Labels that select the data plane's Istio gateway pods, as key=value,...")
@@ -130,11 +130,11 @@ func (o *Options) addControllerFlags(fss *cliflag.NamedFlagSets) {
 	fs.DurationVar(&c.Gardener.Timeout, "gardener-timeout", c.Gardener.Timeout, "Timeout of one request to Gardener.")
 	fs.DurationVar(&c.Gardener.ProbeInterval, "gardener-probe-interval", c.Gardener.ProbeInterval,
 		"How often every replica lists one Shoot to tell whether Gardener answers (metric clustergate_gardener_requests_total{operation=\"probe\"}); 0 turns it off.")
-	fs.DurationVar(&c.Kubeconfig.Expiration, "kubeconfig-expiration", c.Kubeconfig.Expiration,
+	fs.DurationVar(&c.GardenerClusterKubeconfigs.Expiration, "kubeconfig-expiration", c.GardenerClusterKubeconfigs.Expiration,
 		"Validity asked of Gardener for each kubeconfig (at least 10m; Gardener may cap it).")
-	fs.Float64Var(&c.Kubeconfig.RotationRatio, "kubeconfig-rotation-ratio", c.Kubeconfig.RotationRatio,
+	fs.Float64Var(&c.GardenerClusterKubeconfigs.RotationRatio, "kubeconfig-rotation-ratio", c.GardenerClusterKubeconfigs.RotationRatio,
 		"Fraction of a kubeconfig's validity after which it is rotated.")
-	fs.IntVar(&c.Kubeconfig.Workers, "kubeconfig-workers", c.Kubeconfig.Workers, "GardenerClusterKubeconfigs handled in parallel.")
+	fs.IntVar(&c.GardenerClusterKubeconfigs.Workers, "kubeconfig-workers", c.GardenerClusterKubeconfigs.Workers, "GardenerClusterKubeconfigs handled in parallel.")
 
 	fs = fss.FlagSet("controllers")
 	fs.Float32Var(&o.Server.ClientQPS, "controller-qps", o.Server.ClientQPS,

@@ -49,11 +49,11 @@ type Options struct {
 	// SessionAccessGroups are the access groups a Session may ask for.
 	SessionAccessGroups []string
 	// SessionLifecycle holds the --session-* flags of approval, extension
-	// and justification; sessionPolicy merges them with the TTLs.
-	SessionLifecycle validation.SessionPolicy
+	// and justification; sessionLimits merges them with the TTLs.
+	SessionLifecycle validation.SessionLimits
 	// sessionApprovalGroups is the flag form of SessionLifecycle.ApprovalGroups.
 	sessionApprovalGroups []string
-	// istioSelector is the flag form of Server.Controllers.Session.Policy.Selector.
+	// istioSelector is the flag form of Server.Controllers.Sessions.IstioPolicy.Selector.
 	istioSelector string
 
 	// embeddedEtcdURL is set by Complete when the server runs its own etcd.
@@ -62,14 +62,14 @@ type Options struct {
 
 // NewOptions returns the options with their defaults.
 func NewOptions() *Options {
-	policy := validation.DefaultSessionPolicy()
+	policy := validation.DefaultSessionLimits()
 	o := &Options{
 		RecommendedOptions:  apiserver.NewRecommendedOptions(),
 		DataDir:             "clustergate-data",
 		SessionMinTTL:       policy.MinTTL,
 		SessionMaxTTL:       policy.MaxTTL,
 		SessionAccessGroups: sets.List(policy.AccessGroups),
-		SessionLifecycle:    validation.SessionPolicy{ApprovalTimeout: policy.ApprovalTimeout, LastUsedInterval: policy.LastUsedInterval},
+		SessionLifecycle:    validation.SessionLimits{ApprovalTimeout: policy.ApprovalTimeout, LastUsedInterval: policy.LastUsedInterval},
 		istioSelector:       "istio=clustergate-data-plane",
 	}
 	// Field by field: the settings' types belong to the server's parts,
@@ -80,10 +80,10 @@ func NewOptions() *Options {
 	s.ClientQPS, s.ClientBurst = 100, 200
 	c := &s.Controllers
 	c.Gardener = gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second}
-	c.Kubeconfig.RotationRatio, c.Kubeconfig.ConflictRecheck, c.Kubeconfig.GardenerRetry = 0.6, 5*time.Minute, 5*time.Minute
-	c.Kubeconfig.Expiration, c.Kubeconfig.Workers = 24*time.Hour, 10
-	c.Session.CSRPoll, c.Session.RetryAfter = 2*time.Second, 30*time.Second
-	c.Session.Namespace, c.Session.Policy.Port, c.Session.Workers = serverNamespace(), 8444, 10
+	c.GardenerClusterKubeconfigs.RotationRatio, c.GardenerClusterKubeconfigs.ConflictRecheck, c.GardenerClusterKubeconfigs.GardenerRetry = 0.6, 5*time.Minute, 5*time.Minute
+	c.GardenerClusterKubeconfigs.Expiration, c.GardenerClusterKubeconfigs.Workers = 24*time.Hour, 10
+	c.Sessions.CSRPoll, c.Sessions.RetryAfter = 2*time.Second, 30*time.Second
+	c.Sessions.Namespace, c.Sessions.IstioPolicy.Port, c.Sessions.Workers = serverNamespace(), 8444, 10
 	c.LeaderElect, c.LeaseNamespace = true, serverNamespace()
 	c.LockRetention = 7 * 24 * time.Hour
 	o.defaultRecording()
@@ -102,12 +102,12 @@ func serverNamespace() string {
 // give in another form, an embedded etcd when no --etcd-servers are given,
 // and standalone mode when there is no core cluster.
 func (o *Options) Complete() error {
-	o.Server.SessionPolicy = o.sessionPolicy()
-	o.Server.Controllers.Session.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
+	o.Server.SessionLimits = o.sessionLimits()
+	o.Server.Controllers.Sessions.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
 	o.completeRecording()
 	selector, err := labels.ConvertSelectorToLabelsMap(o.istioSelector)
 	if err == nil {
-		o.Server.Controllers.Session.Policy.Selector = selector
+		o.Server.Controllers.Sessions.IstioPolicy.Selector = selector
 	}
 	if len(o.RecommendedOptions.Etcd.StorageConfig.Transport.ServerList) == 0 {
 		u, err := embeddedetcd.FreeLocalURL()
@@ -135,7 +135,7 @@ func (o *Options) Complete() error {
 func (o *Options) Validate() error {
 	s, c := &o.Server, &o.Server.Controllers
 	errs := o.RecommendedOptions.Validate()
-	if err := o.sessionPolicy().Validate(); err != nil {
+	if err := o.sessionLimits().Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	// The generic server reads port 0 as "serve no HTTPS": an aggregated
@@ -150,17 +150,17 @@ func (o *Options) Validate() error {
 	if c.Gardener.Project != "" && c.Gardener.Kubeconfig == "" {
 		errs = append(errs, fmt.Errorf("--gardener-kubeconfig is required with --gardener-project"))
 	}
-	if r := c.Kubeconfig.RotationRatio; r <= 0 || r >= 1 {
+	if r := c.GardenerClusterKubeconfigs.RotationRatio; r <= 0 || r >= 1 {
 		errs = append(errs, fmt.Errorf("--kubeconfig-rotation-ratio must lie between 0 and 1, got %v", r))
 	}
-	if c.Kubeconfig.Expiration < gardener.MinExpiration {
+	if c.GardenerClusterKubeconfigs.Expiration < gardener.MinExpiration {
 		errs = append(errs, fmt.Errorf("--kubeconfig-expiration must be at least %s", gardener.MinExpiration))
 	}
-	if c.Session.Policy.Namespace != "" {
+	if c.Sessions.IstioPolicy.Namespace != "" {
 		if s.DataPlane.AuthenticationConfigFile == "" {
 			errs = append(errs, fmt.Errorf("--istio-namespace needs --data-plane-authentication-config: the policies match its issuers and claims"))
 		}
-		if p := c.Session.Policy.Port; p < 1 || p > 65535 {
+		if p := c.Sessions.IstioPolicy.Port; p < 1 || p > 65535 {
 			errs = append(errs, fmt.Errorf("--istio-gateway-port must be a port, got %d", p))
 		} else if p == o.RecommendedOptions.SecureServing.BindPort || strings.HasSuffix(s.DataPlane.Address, ":"+strconv.Itoa(p)) {
 			// Where Istio drops a DENY rule's HTTP conditions the port
@@ -181,9 +181,9 @@ func (o *Options) Validate() error {
 	if s.ProxyLimits.PerSession < 0 || s.ProxyLimits.PerOwner < 0 {
 		errs = append(errs, fmt.Errorf("proxy limits may not be negative"))
 	}
-	if s.Kubeconfig.ExternalURL != "" {
-		if u, err := url.Parse(s.Kubeconfig.ExternalURL); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", s.Kubeconfig.ExternalURL))
+	if s.SessionKubeconfig.ExternalURL != "" {
+		if u, err := url.Parse(s.SessionKubeconfig.ExternalURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", s.SessionKubeconfig.ExternalURL))
 		}
 	}
 	if s.DataPlane.Address != "" || s.DataPlane.AuthenticationConfigFile != "" {
@@ -194,14 +194,14 @@ func (o *Options) Validate() error {
 	if (s.DataPlane.TLSCertFile == "") != (s.DataPlane.TLSKeyFile == "") {
 		errs = append(errs, fmt.Errorf("--data-plane-tls-cert-file and --data-plane-tls-private-key-file go together"))
 	}
-	if s.Kubeconfig.DataPlaneURL != "" {
-		if u, err := url.Parse(s.Kubeconfig.DataPlaneURL); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--data-plane-external-url must be an https URL, got %q", s.Kubeconfig.DataPlaneURL))
+	if s.SessionKubeconfig.DataPlaneURL != "" {
+		if u, err := url.Parse(s.SessionKubeconfig.DataPlaneURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--data-plane-external-url must be an https URL, got %q", s.SessionKubeconfig.DataPlaneURL))
 		}
 		// Without a plugin that fetches the owner's JWT, a data-plane
 		// kubeconfig would have to be completed with whatever credentials
 		// its user has at hand, which are meant for another server.
-		if s.Kubeconfig.ExecCommand == "" {
+		if s.SessionKubeconfig.ExecCommand == "" {
 			errs = append(errs, fmt.Errorf("--data-plane-external-url needs --kubeconfig-exec-command: data-plane kubeconfigs get their JWT from it"))
 		}
 		if s.DataPlane.AuthenticationConfigFile == "" {
@@ -211,16 +211,16 @@ func (o *Options) Validate() error {
 	if s.ClientQPS <= 0 || s.ClientBurst < 1 {
 		errs = append(errs, fmt.Errorf("--controller-qps and --controller-burst must be positive"))
 	}
-	if c.Kubeconfig.Workers < 1 || c.Session.Workers < 1 {
+	if c.GardenerClusterKubeconfigs.Workers < 1 || c.Sessions.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--kubeconfig-workers and --session-workers must be at least 1"))
 	}
 	errs = append(errs, o.validateRecording()...)
 	return utilerrors.NewAggregate(errs)
 }
 
-// sessionPolicy is the session policy the flags give: the TTLs, the access
+// sessionLimits are the session limits the flags give: the TTLs, the access
 // groups and the lifecycle flags together.
-func (o *Options) sessionPolicy() validation.SessionPolicy {
+func (o *Options) sessionLimits() validation.SessionLimits {
 	policy := o.SessionLifecycle
 	policy.MinTTL, policy.MaxTTL = o.SessionMinTTL, o.SessionMaxTTL
 	policy.AccessGroups, policy.ApprovalGroups = sets.New(o.SessionAccessGroups...), sets.New(o.sessionApprovalGroups...)
@@ -246,7 +246,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serving := o.RecommendedOptions.SecureServing
 	serving.ServerCert.CertDirectory = o.certDirectory()
 	// The aggregator dials an APIService's Service by its cluster DNS name.
-	service := "clustergate." + o.Server.Controllers.Session.Namespace + ".svc"
+	service := "clustergate." + o.Server.Controllers.Sessions.Namespace + ".svc"
 	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", []string{service, service + ".cluster.local"},
 		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)

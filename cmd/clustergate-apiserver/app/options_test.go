@@ -213,7 +213,7 @@ func TestPolicyIssuers(t *testing.T) {
 	// command's tests import none of the server's parts.
 	type issuer struct{ URL, UsernameClaim, UsernamePrefix string }
 	var got []issuer
-	for _, i := range cfg.ExtraConfig.Controllers.Session.Policy.Issuers {
+	for _, i := range cfg.ExtraConfig.Controllers.Sessions.IstioPolicy.Issuers {
 		got = append(got, issuer(i))
 	}
 	want := []issuer{{URL: "https://login.example.com", UsernameClaim: "email", UsernamePrefix: "dataplane:"}}

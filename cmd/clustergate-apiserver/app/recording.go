@@ -22,7 +22,7 @@ import (
 func (o *Options) addRecordingFlags(fss *cliflag.NamedFlagSets) {
 	r := &o.Server.Recording
 	fs := fss.FlagSet("recording")
-	fs.StringVar((*string)(&r.Policy), "recording", string(r.Policy),
+	fs.StringVar((*string)(&r.Mode), "recording", string(r.Mode),
 		"Recording of sessions: every exec and attach stream as an asciicast v2 recording, every proxied request in a request log. "+
 			"off, best-effort (a stream runs when its recording cannot be written) or required (an interactive stream is refused when its recording cannot be started, and closed when it fails; "+
 			"a way in that cannot be recorded, such as port-forward or the kubelet's run, is refused).")
@@ -55,7 +55,7 @@ const manifestKeyFile = "recording-manifest.key"
 // defaultRecording sets the defaults of the recording flags.
 func (o *Options) defaultRecording() {
 	r := &o.Server.Recording
-	r.Policy, r.Retention, r.FlushInterval = recording.PolicyBestEffort, 90*24*time.Hour, recording.DefaultFlushInterval
+	r.Mode, r.Retention, r.FlushInterval = recording.ModeBestEffort, 90*24*time.Hour, recording.DefaultFlushInterval
 }
 
 // completeRecording puts the recordings under --data-dir unless told, and
@@ -74,13 +74,13 @@ func (o *Options) completeRecording() {
 func (o *Options) validateRecording() []error {
 	r := o.Server.Recording
 	var errs []error
-	if !slices.Contains(recording.Policies, r.Policy) {
-		errs = append(errs, fmt.Errorf("--recording must be one of %v, got %q", recording.Policies, r.Policy))
+	if !slices.Contains(recording.Modes, r.Mode) {
+		errs = append(errs, fmt.Errorf("--recording must be one of %v, got %q", recording.Modes, r.Mode))
 	}
 	if r.Retention < 0 || r.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--recording-retention may not be negative and --recording-flush-interval must be positive"))
 	}
-	if r.Policy == recording.PolicyOff {
+	if r.Mode == recording.ModeOff {
 		return errs
 	}
 	if r.S3.Endpoint != "" {

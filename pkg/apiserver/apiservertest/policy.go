@@ -12,18 +12,18 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apiserver"
-	"github.com/clustergate/clustergate/pkg/controllers/session"
+	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 )
 
 // AuthorizationPolicy is the AuthorizationPolicy the Session controller
 // keeps for s under cfg: its name, namespace and spec, which Istio
 // evaluates, without the labels that mark it as the controller's.
 func AuthorizationPolicy(cfg *apiserver.Config, s *v1alpha1.Session) *istiosecurityv1.AuthorizationPolicy {
-	policy := cfg.ExtraConfig.Controllers.Session.Policy
+	policy := cfg.ExtraConfig.Controllers.Sessions.IstioPolicy
 	p := &istiosecurityv1.AuthorizationPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "security.istio.io/v1", Kind: "AuthorizationPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: session.PolicyName(s), Namespace: policy.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: sessions.PolicyName(s), Namespace: policy.Namespace},
 	}
-	session.DesiredPolicy(s, policy).DeepCopyInto(&p.Spec)
+	sessions.DesiredPolicy(s, policy).DeepCopyInto(&p.Spec)
 	return p
 }

@@ -24,7 +24,7 @@ import (
 var created = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
 func testStrategy(now time.Time) Strategy {
-	policy := validation.DefaultSessionPolicy()
+	policy := validation.DefaultSessionLimits()
 	policy.ApprovalGroups = sets.New("admin")
 	s := NewStrategy(runtime.NewScheme(), policy, false)
 	s.clock = clocktesting.NewFakePassiveClock(now)

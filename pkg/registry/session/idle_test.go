@@ -34,7 +34,7 @@ func TestPrepareForCreateIdleTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			policy := validation.DefaultSessionPolicy()
+			policy := validation.DefaultSessionLimits()
 			policy.IdleTimeout, policy.MaxIdleTimeout = tt.dflt, tt.maximum
 			s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}, Spec: clustergate.SessionSpec{IdleTimeout: tt.asked}}
 			NewStrategy(registrytest.Scheme(), policy, false).PrepareForCreate(context.Background(), s)

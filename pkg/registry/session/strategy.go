@@ -36,7 +36,7 @@ type Strategy struct {
 	runtime.ObjectTyper
 	names.NameGenerator
 
-	policy validation.SessionPolicy
+	policy validation.SessionLimits
 	clock  clock.PassiveClock
 	// finalize adds the session controller's finalizer at create.
 	finalize bool
@@ -48,7 +48,7 @@ type Strategy struct {
 // the status, not an update racing the creates of other sessions. Only a
 // server that runs the controller may set it, or nothing would release the
 // finalizer.
-func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionPolicy, finalize bool) Strategy {
+func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionLimits, finalize bool) Strategy {
 	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, clock: clock.RealClock{}, finalize: finalize}
 }
 

@@ -23,7 +23,7 @@ import (
 func TestPrepareForCreateFinalizer(t *testing.T) {
 	for finalize, want := range map[bool][]string{false: nil, true: {v1alpha1.SessionFinalizer}} {
 		s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}}
-		NewStrategy(registrytest.Scheme(), validation.DefaultSessionPolicy(), finalize).PrepareForCreate(context.Background(), s)
+		NewStrategy(registrytest.Scheme(), validation.DefaultSessionLimits(), finalize).PrepareForCreate(context.Background(), s)
 		if diff := cmp.Diff(want, s.Finalizers); diff != "" {
 			t.Errorf("controller runs: %v: finalizers (-want +got):\n%s", finalize, diff)
 		}

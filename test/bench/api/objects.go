@@ -21,7 +21,7 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/controllers/gardenerclusterkubeconfigs"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
 
@@ -107,7 +107,7 @@ func createKubeconfigs(ctx context.Context, cfg *rest.Config, kubeconfigPath str
 			ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-" + name, Namespace: namespace,
 				Labels: map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByClustergate, v1alpha1.LabelClusterName: name},
 				Annotations: map[string]string{
-					v1alpha1.AnnotationChecksum:  kubeconfig.Checksum(kubeconfigData),
+					v1alpha1.AnnotationChecksum:  gardenerclusterkubeconfigs.Checksum(kubeconfigData),
 					v1alpha1.AnnotationLastSync:  now.Format(time.RFC3339),
 					v1alpha1.AnnotationExpiresAt: now.Add(24 * time.Hour).Format(time.RFC3339),
 					v1alpha1.AnnotationReason:    v1alpha1.KubeconfigReasonCreated,

@@ -31,7 +31,7 @@ import (
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/controllers/kubeconfig"
+	"github.com/clustergate/clustergate/pkg/controllers/gardenerclusterkubeconfigs"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
 
@@ -80,7 +80,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 
 	// Every write of every Secret, as it happens.
 	rec := newRecorder()
-	w, err := kube.CoreV1().Secrets(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: kubeconfig.ManagedSecretSelector().String()})
+	w, err := kube.CoreV1().Secrets(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: gardenerclusterkubeconfigs.ManagedSecretSelector().String()})
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func run(root string, n int, expiration time.Duration, ratio float64, qps, worke
 	if err != nil {
 		return err
 	}
-	late := rec.lateness(kubeconfig.Config{RotationRatio: ratio})
+	late := rec.lateness(gardenerclusterkubeconfigs.Config{RotationRatio: ratio})
 
 	fmt.Printf("\n| metric | value |\n|---|---|\n")
 	fmt.Printf("| objects | %d |\n", n)
@@ -259,7 +259,7 @@ type rotation struct {
 
 // lateness is, for each rotation, how long after its due time the new
 // kubeconfig was seen, latest last.
-func (r *recorder) lateness(cfg kubeconfig.Config) []rotation {
+func (r *recorder) lateness(cfg gardenerclusterkubeconfigs.Config) []rotation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []rotation
@@ -268,7 +268,7 @@ func (r *recorder) lateness(cfg kubeconfig.Config) []rotation {
 			if ws[i].reason != v1alpha1.KubeconfigReasonRotated {
 				continue
 			}
-			due := kubeconfig.RotationTime(ws[i-1].lastSync, ws[i-1].expiresAt, cfg)
+			due := gardenerclusterkubeconfigs.RotationTime(ws[i-1].lastSync, ws[i-1].expiresAt, cfg)
 			out = append(out, rotation{object: object, lastSync: ws[i-1].lastSync, due: due,
 				validity: ws[i-1].expiresAt.Sub(ws[i-1].lastSync), lateness: ws[i].seen.Sub(due).Round(10 * time.Millisecond)})
 		}

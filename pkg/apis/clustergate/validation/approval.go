@@ -20,7 +20,7 @@ import (
 // pending, is now Approved or Denied, and nothing else of it or of the
 // earlier ones changed. A session that expired, or whose opening waited
 // longer than the policy's approval timeout, can no longer be decided on.
-func ValidateSessionApprovalUpdate(newSession, oldSession *clustergate.Session, policy SessionPolicy, now time.Time) field.ErrorList {
+func ValidateSessionApprovalUpdate(newSession, oldSession *clustergate.Session, policy SessionLimits, now time.Time) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
 	approvalsPath := field.NewPath("status", "approvals")
 	pending := Pending(oldSession)
@@ -55,7 +55,7 @@ func ValidateSessionApprovalUpdate(newSession, oldSession *clustergate.Session, 
 }
 
 // decidable says why a pending approval can no longer be decided, or "".
-func decidable(s *clustergate.Session, pending *clustergate.SessionApproval, policy SessionPolicy, now time.Time) string {
+func decidable(s *clustergate.Session, pending *clustergate.SessionApproval, policy SessionLimits, now time.Time) string {
 	switch state := v1alpha1.InternalSessionStateAt(s, now); {
 	case state == v1alpha1.SessionDeleting:
 		return "the session is being deleted"
@@ -73,7 +73,7 @@ func decidable(s *clustergate.Session, pending *clustergate.SessionApproval, pol
 // extension subresource, as the strategy prepared it: either expiresAt moved
 // later, or, for a session that needs approval, an Extend approval was
 // added. Either way the new expiry lies within the policy's lifetime cap.
-func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session, policy SessionPolicy, now time.Time) field.ErrorList {
+func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session, policy SessionLimits, now time.Time) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
 	expiresPath := field.NewPath("status", "expiresAt")
 	approvalsPath := field.NewPath("status", "approvals")

@@ -30,7 +30,7 @@ func decided(a clustergate.SessionApproval, d clustergate.ApprovalDecision) clus
 }
 
 func TestValidateSessionApprovalUpdate(t *testing.T) {
-	policy := DefaultSessionPolicy() // approval timeout 1h
+	policy := DefaultSessionLimits() // approval timeout 1h
 	approvedAt := created.Add(time.Minute)
 	opened := decided(pendingOpen(), clustergate.ApprovalApproved)
 	tests := []struct {
@@ -114,7 +114,7 @@ func TestValidateSessionApprovalUpdate(t *testing.T) {
 }
 
 func TestValidateSessionExtensionUpdate(t *testing.T) {
-	policy := DefaultSessionPolicy()
+	policy := DefaultSessionLimits()
 	policy.MaxLifetime = 3 * time.Hour
 	expiresAt := created.Add(time.Hour)
 	approvedAt := created.Add(30 * time.Minute)

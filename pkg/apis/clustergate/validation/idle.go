@@ -33,7 +33,7 @@ const clockSkew = 5 * time.Second
 
 // LastUseInterval is how often, at most, the replicas write a session's
 // status.lastUsedAt between them.
-func (p SessionPolicy) LastUseInterval() time.Duration {
+func (p SessionLimits) LastUseInterval() time.Duration {
 	if p.LastUsedInterval > 0 {
 		return p.LastUsedInterval
 	}
@@ -41,13 +41,13 @@ func (p SessionPolicy) LastUseInterval() time.Duration {
 }
 
 // MinIdleTimeout is the shortest spec.idleTimeout other than none.
-func (p SessionPolicy) MinIdleTimeout() time.Duration {
+func (p SessionLimits) MinIdleTimeout() time.Duration {
 	return idleTimeoutIntervals * p.LastUseInterval()
 }
 
 // DefaultIdleTimeout is the spec.idleTimeout of a session that asks for
 // none: the server's default, or its maximum when only that is set.
-func (p SessionPolicy) DefaultIdleTimeout() time.Duration {
+func (p SessionLimits) DefaultIdleTimeout() time.Duration {
 	if p.IdleTimeout == 0 {
 		return p.MaxIdleTimeout
 	}
@@ -55,7 +55,7 @@ func (p SessionPolicy) DefaultIdleTimeout() time.Duration {
 }
 
 // validateIdlePolicy reports idle settings that no session could satisfy.
-func (p SessionPolicy) validateIdlePolicy() error {
+func (p SessionLimits) validateIdlePolicy() error {
 	minimum := p.MinIdleTimeout()
 	switch {
 	case p.LastUsedInterval < 0 || p.LastUsedInterval > 0 && p.LastUsedInterval < time.Second:
@@ -74,7 +74,7 @@ func (p SessionPolicy) validateIdlePolicy() error {
 
 // validateIdleTimeout checks spec.idleTimeout, defaulted by the strategy,
 // against the policy.
-func validateIdleTimeout(timeout *metav1.Duration, policy SessionPolicy, fldPath *field.Path) field.ErrorList {
+func validateIdleTimeout(timeout *metav1.Duration, policy SessionLimits, fldPath *field.Path) field.ErrorList {
 	var d time.Duration
 	if timeout != nil {
 		d = timeout.Duration

@@ -17,27 +17,27 @@ import (
 func idleTimeout(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
 func TestValidateIdleTimeout(t *testing.T) {
-	bounded := withPolicy(func(p *SessionPolicy) { p.MaxIdleTimeout = time.Hour })
+	bounded := withPolicy(func(p *SessionLimits) { p.MaxIdleTimeout = time.Hour })
 	tests := []struct {
 		name    string
-		policy  SessionPolicy
+		policy  SessionLimits
 		timeout *metav1.Duration
 		want    []string
 	}{
-		{name: "none", policy: DefaultSessionPolicy()},
-		{name: "0s is none", policy: DefaultSessionPolicy(), timeout: idleTimeout(0)},
-		{name: "at the minimum, four intervals", policy: DefaultSessionPolicy(), timeout: idleTimeout(4 * time.Minute)},
-		{name: "below the minimum", policy: DefaultSessionPolicy(), timeout: idleTimeout(4*time.Minute - time.Second),
+		{name: "none", policy: DefaultSessionLimits()},
+		{name: "0s is none", policy: DefaultSessionLimits(), timeout: idleTimeout(0)},
+		{name: "at the minimum, four intervals", policy: DefaultSessionLimits(), timeout: idleTimeout(4 * time.Minute)},
+		{name: "below the minimum", policy: DefaultSessionLimits(), timeout: idleTimeout(4*time.Minute - time.Second),
 			want: []string{"FieldValueInvalid spec.idleTimeout"}},
-		{name: "negative", policy: DefaultSessionPolicy(), timeout: idleTimeout(-time.Minute),
+		{name: "negative", policy: DefaultSessionLimits(), timeout: idleTimeout(-time.Minute),
 			want: []string{"FieldValueInvalid spec.idleTimeout"}},
-		{name: "no bound without a maximum", policy: DefaultSessionPolicy(), timeout: idleTimeout(48 * time.Hour)},
+		{name: "no bound without a maximum", policy: DefaultSessionLimits(), timeout: idleTimeout(48 * time.Hour)},
 		{name: "at the maximum", policy: bounded, timeout: idleTimeout(time.Hour)},
 		{name: "above the maximum", policy: bounded, timeout: idleTimeout(time.Hour + time.Second),
 			want: []string{"FieldValueInvalid spec.idleTimeout"}},
 		{name: "none where a maximum requires one", policy: bounded, timeout: idleTimeout(0),
 			want: []string{"FieldValueInvalid spec.idleTimeout"}},
-		{name: "a shorter interval allows a shorter timeout", policy: withPolicy(func(p *SessionPolicy) { p.LastUsedInterval = 2 * time.Second }),
+		{name: "a shorter interval allows a shorter timeout", policy: withPolicy(func(p *SessionLimits) { p.LastUsedInterval = 2 * time.Second }),
 			timeout: idleTimeout(8 * time.Second)},
 	}
 	for _, tt := range tests {
@@ -104,17 +104,17 @@ func TestValidateLastUsedAt(t *testing.T) {
 func TestIdlePolicyValidate(t *testing.T) {
 	tests := []struct {
 		name    string
-		mutate  func(*SessionPolicy)
+		mutate  func(*SessionLimits)
 		wantErr bool
 	}{
-		{name: "default: none", mutate: func(*SessionPolicy) {}},
-		{name: "a default", mutate: func(p *SessionPolicy) { p.IdleTimeout = 30 * time.Minute }},
-		{name: "a default below the minimum", mutate: func(p *SessionPolicy) { p.IdleTimeout = time.Minute }, wantErr: true},
-		{name: "a default above the maximum", mutate: func(p *SessionPolicy) { p.IdleTimeout, p.MaxIdleTimeout = time.Hour, 30*time.Minute }, wantErr: true},
-		{name: "a maximum below the minimum", mutate: func(p *SessionPolicy) { p.MaxIdleTimeout = 3 * time.Minute }, wantErr: true},
-		{name: "an interval below a second", mutate: func(p *SessionPolicy) { p.LastUsedInterval = time.Millisecond }, wantErr: true},
-		{name: "a test's interval and timeout", mutate: func(p *SessionPolicy) { p.LastUsedInterval, p.IdleTimeout = time.Second, 4*time.Second }},
-		{name: "negative", mutate: func(p *SessionPolicy) { p.MaxIdleTimeout = -time.Second }, wantErr: true},
+		{name: "default: none", mutate: func(*SessionLimits) {}},
+		{name: "a default", mutate: func(p *SessionLimits) { p.IdleTimeout = 30 * time.Minute }},
+		{name: "a default below the minimum", mutate: func(p *SessionLimits) { p.IdleTimeout = time.Minute }, wantErr: true},
+		{name: "a default above the maximum", mutate: func(p *SessionLimits) { p.IdleTimeout, p.MaxIdleTimeout = time.Hour, 30*time.Minute }, wantErr: true},
+		{name: "a maximum below the minimum", mutate: func(p *SessionLimits) { p.MaxIdleTimeout = 3 * time.Minute }, wantErr: true},
+		{name: "an interval below a second", mutate: func(p *SessionLimits) { p.LastUsedInterval = time.Millisecond }, wantErr: true},
+		{name: "a test's interval and timeout", mutate: func(p *SessionLimits) { p.LastUsedInterval, p.IdleTimeout = time.Second, 4*time.Second }},
+		{name: "negative", mutate: func(p *SessionLimits) { p.MaxIdleTimeout = -time.Second }, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +137,7 @@ func TestDefaultIdleTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := SessionPolicy{IdleTimeout: tt.dflt, MaxIdleTimeout: tt.maximum}
+			p := SessionLimits{IdleTimeout: tt.dflt, MaxIdleTimeout: tt.maximum}
 			if got := p.DefaultIdleTimeout(); got != tt.want {
 				t.Errorf("DefaultIdleTimeout() = %s, want %s", got, tt.want)
 			}

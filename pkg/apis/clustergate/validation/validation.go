@@ -22,8 +22,8 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
-// SessionPolicy holds the server's limits that every Session must respect.
-type SessionPolicy struct {
+// SessionLimits holds the server's limits that every Session must respect.
+type SessionLimits struct {
 	// MinTTL is the shortest allowed spec.ttl.
 	MinTTL time.Duration
 	// MaxTTL is the longest allowed spec.ttl.
@@ -61,10 +61,10 @@ const MaxReasonLength = 512
 // one session.
 const maxApprovals = 32
 
-// DefaultSessionPolicy is the policy of a server started without the
+// DefaultSessionLimits is the policy of a server started without the
 // --session-* flags.
-func DefaultSessionPolicy() SessionPolicy {
-	return SessionPolicy{
+func DefaultSessionLimits() SessionLimits {
+	return SessionLimits{
 		MinTTL:           10 * time.Minute,
 		MaxTTL:           24 * time.Hour,
 		MaxLifetime:      24 * time.Hour,
@@ -76,7 +76,7 @@ func DefaultSessionPolicy() SessionPolicy {
 }
 
 // Validate reports a policy that no Session could satisfy.
-func (p SessionPolicy) Validate() error {
+func (p SessionLimits) Validate() error {
 	switch {
 	case p.MinTTL <= 0:
 		return fmt.Errorf("session minimum TTL must be positive, got %s", p.MinTTL)
@@ -96,7 +96,7 @@ func (p SessionPolicy) Validate() error {
 
 // NeedsApproval reports whether sessions of an access group wait for an
 // approver.
-func (p SessionPolicy) NeedsApproval(group string) bool { return p.ApprovalGroups.Has(group) }
+func (p SessionLimits) NeedsApproval(group string) bool { return p.ApprovalGroups.Has(group) }
 
 // WindowStart is when a session's access window started: at its approval,
 // for a session that needed one, otherwise at its creation.
@@ -127,7 +127,7 @@ func ExpiresAt(start time.Time, ttl time.Duration) time.Time {
 var nameIsDNSLabel = apimachineryvalidation.NameIsDNSLabel
 
 // ValidateSession validates a new Session.
-func ValidateSession(s *clustergate.Session, policy SessionPolicy) field.ErrorList {
+func ValidateSession(s *clustergate.Session, policy SessionLimits) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&s.ObjectMeta, true, nameIsDNSLabel, field.NewPath("metadata"))
 	allErrs = append(allErrs, validateSessionSpec(&s.Spec, policy, field.NewPath("spec"))...)
 	return allErrs
@@ -165,7 +165,7 @@ func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session, no
 	return allErrs
 }
 
-func validateSessionSpec(spec *clustergate.SessionSpec, policy SessionPolicy, fldPath *field.Path) field.ErrorList {
+func validateSessionSpec(spec *clustergate.SessionSpec, policy SessionLimits, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 
 	ttlPath := fldPath.Child("ttl")

@@ -53,7 +53,7 @@ func errorPaths(errs field.ErrorList) []string {
 }
 
 func TestValidateSession(t *testing.T) {
-	policy := DefaultSessionPolicy()
+	policy := DefaultSessionLimits()
 	tests := []struct {
 		name   string
 		mutate func(*clustergate.Session)
@@ -151,7 +151,7 @@ func TestValidateSession(t *testing.T) {
 }
 
 func TestValidateSessionRespectsPolicy(t *testing.T) {
-	policy := SessionPolicy{MinTTL: time.Minute, MaxTTL: 2 * time.Hour, AccessGroups: sets.New("breakglass")}
+	policy := SessionLimits{MinTTL: time.Minute, MaxTTL: 2 * time.Hour, AccessGroups: sets.New("breakglass")}
 	s := validSession()
 	s.Spec.TTL.Duration = 5 * time.Minute
 	s.Spec.AccessLevel.Group = "breakglass"
@@ -167,7 +167,7 @@ func TestValidateSessionRespectsPolicy(t *testing.T) {
 }
 
 func TestValidateSessionRequiresReason(t *testing.T) {
-	policy := DefaultSessionPolicy()
+	policy := DefaultSessionLimits()
 	policy.RequireReason = true
 	s := validSession()
 	if diff := cmp.Diff([]string{"FieldValueRequired spec.reason"}, errorPaths(ValidateSession(s, policy))); diff != "" {
@@ -354,21 +354,21 @@ func TestValidateGardenerClusterKubeconfigStatusUpdate(t *testing.T) {
 	}
 }
 
-func TestSessionPolicyValidate(t *testing.T) {
+func TestSessionLimitsValidate(t *testing.T) {
 	tests := []struct {
 		name    string
-		policy  SessionPolicy
+		policy  SessionLimits
 		wantErr bool
 	}{
-		{name: "default", policy: DefaultSessionPolicy()},
-		{name: "zero minimum", policy: SessionPolicy{MaxTTL: time.Hour, AccessGroups: sets.New("a")}, wantErr: true},
-		{name: "maximum below minimum", policy: SessionPolicy{MinTTL: time.Hour, MaxTTL: time.Minute, AccessGroups: sets.New("a")}, wantErr: true},
-		{name: "no groups", policy: SessionPolicy{MinTTL: time.Minute, MaxTTL: time.Hour, AccessGroups: sets.New[string]()}, wantErr: true},
-		{name: "approval of an access group", policy: withPolicy(func(p *SessionPolicy) { p.ApprovalGroups = sets.New("admin") })},
-		{name: "lifetime at the maximum ttl", policy: withPolicy(func(p *SessionPolicy) { p.MaxLifetime = p.MaxTTL })},
-		{name: "lifetime below the maximum ttl", policy: withPolicy(func(p *SessionPolicy) { p.MaxLifetime = p.MaxTTL - time.Second }), wantErr: true},
-		{name: "approval of an unknown group", policy: withPolicy(func(p *SessionPolicy) { p.ApprovalGroups = sets.New("root") }), wantErr: true},
-		{name: "no approval timeout", policy: withPolicy(func(p *SessionPolicy) { p.ApprovalTimeout = 0 }), wantErr: true},
+		{name: "default", policy: DefaultSessionLimits()},
+		{name: "zero minimum", policy: SessionLimits{MaxTTL: time.Hour, AccessGroups: sets.New("a")}, wantErr: true},
+		{name: "maximum below minimum", policy: SessionLimits{MinTTL: time.Hour, MaxTTL: time.Minute, AccessGroups: sets.New("a")}, wantErr: true},
+		{name: "no groups", policy: SessionLimits{MinTTL: time.Minute, MaxTTL: time.Hour, AccessGroups: sets.New[string]()}, wantErr: true},
+		{name: "approval of an access group", policy: withPolicy(func(p *SessionLimits) { p.ApprovalGroups = sets.New("admin") })},
+		{name: "lifetime at the maximum ttl", policy: withPolicy(func(p *SessionLimits) { p.MaxLifetime = p.MaxTTL })},
+		{name: "lifetime below the maximum ttl", policy: withPolicy(func(p *SessionLimits) { p.MaxLifetime = p.MaxTTL - time.Second }), wantErr: true},
+		{name: "approval of an unknown group", policy: withPolicy(func(p *SessionLimits) { p.ApprovalGroups = sets.New("root") }), wantErr: true},
+		{name: "no approval timeout", policy: withPolicy(func(p *SessionLimits) { p.ApprovalTimeout = 0 }), wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -379,8 +379,8 @@ func TestSessionPolicyValidate(t *testing.T) {
 	}
 }
 
-func withPolicy(mutate func(*SessionPolicy)) SessionPolicy {
-	p := DefaultSessionPolicy()
+func withPolicy(mutate func(*SessionLimits)) SessionLimits {
+	p := DefaultSessionLimits()
 	mutate(&p)
 	return p
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
-// KubeconfigConfig says what the kubeconfigs of sessions point at.
-type KubeconfigConfig struct {
+// KubeconfigOptions says what the kubeconfigs of sessions point at.
+type KubeconfigOptions struct {
 	// ExternalURL is the control plane URL users reach the API with.
 	ExternalURL string
 	// CAData verifies ExternalURL; empty trusts the system roots.
@@ -49,7 +49,7 @@ type KubeconfigConfig struct {
 // session's proxy and carries no credentials.
 type KubeconfigREST struct {
 	store  *genericregistry.Store
-	config KubeconfigConfig
+	config KubeconfigOptions
 }
 
 var (
@@ -89,7 +89,7 @@ func (r *KubeconfigREST) Get(ctx context.Context, name string, options *metav1.G
 // dataPlane tells whether the session's kubeconfig points at the data
 // plane: the owner can reach it only there when the data plane's issuers
 // name it, and a garden user only through the aggregated proxy.
-func (cfg KubeconfigConfig) dataPlane(s *clustergate.Session) bool {
+func (cfg KubeconfigOptions) dataPlane(s *clustergate.Session) bool {
 	if cfg.DataPlaneURL == "" {
 		return false
 	}
@@ -104,7 +104,7 @@ func (cfg KubeconfigConfig) dataPlane(s *clustergate.Session) bool {
 // Kubeconfig builds the kubeconfig of a session: the data plane's path of
 // the session for an owner the data plane names, the aggregated proxy
 // otherwise.
-func Kubeconfig(s *clustergate.Session, cfg KubeconfigConfig) ([]byte, error) {
+func Kubeconfig(s *clustergate.Session, cfg KubeconfigOptions) ([]byte, error) {
 	name := fmt.Sprintf("session-%s-%s", s.Namespace, s.Name)
 	kc := clientcmdapi.NewConfig()
 	cluster := &clientcmdapi.Cluster{

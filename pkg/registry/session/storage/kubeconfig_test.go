@@ -17,7 +17,7 @@ import (
 // otherwise, with the CA of the one it points at and never a credential;
 // the exec plugin goes where it fetches the right credential.
 func TestKubeconfig(t *testing.T) {
-	withDataPlane := KubeconfigConfig{ExternalURL: "https://cp.example", CAData: []byte("cp-ca"),
+	withDataPlane := KubeconfigOptions{ExternalURL: "https://cp.example", CAData: []byte("cp-ca"),
 		DataPlaneURL: "https://sessions.example:8443", DataPlaneCAData: []byte("dp-ca"), DataPlaneUserPrefixes: []string{"dataplane:"},
 		ExecCommand: "kubelogin", ExecArgs: []string{"get-token"}}
 	const (
@@ -27,20 +27,20 @@ func TestKubeconfig(t *testing.T) {
 	tests := []struct {
 		name       string
 		owner      string
-		cfg        KubeconfigConfig
+		cfg        KubeconfigOptions
 		wantServer string
 		wantCA     string
 		wantExec   bool
 	}{
-		{name: "aggregated", owner: "alice", cfg: KubeconfigConfig{ExternalURL: "https://cp.example/", CAData: []byte("cp-ca")},
+		{name: "aggregated", owner: "alice", cfg: KubeconfigOptions{ExternalURL: "https://cp.example/", CAData: []byte("cp-ca")},
 			wantServer: aggregated, wantCA: "cp-ca"},
-		{name: "aggregated with an exec plugin", owner: "alice", cfg: KubeconfigConfig{ExternalURL: "https://cp.example/", CAData: []byte("cp-ca"), ExecCommand: "kubelogin"},
+		{name: "aggregated with an exec plugin", owner: "alice", cfg: KubeconfigOptions{ExternalURL: "https://cp.example/", CAData: []byte("cp-ca"), ExecCommand: "kubelogin"},
 			wantServer: aggregated, wantCA: "cp-ca", wantExec: true},
 		{name: "a data-plane owner", owner: "dataplane:alice@example.com", cfg: withDataPlane, wantServer: dataPlane, wantCA: "dp-ca", wantExec: true},
 		// The data plane's plugin fetches a data-plane token: no use to a
 		// garden user, who completes the kubeconfig with their own.
 		{name: "a garden owner beside a data plane", owner: "alice", cfg: withDataPlane, wantServer: aggregated, wantCA: "cp-ca"},
-		{name: "issuers that share the garden's names", owner: "alice", cfg: func() KubeconfigConfig {
+		{name: "issuers that share the garden's names", owner: "alice", cfg: func() KubeconfigOptions {
 			c := withDataPlane
 			c.DataPlaneUserPrefixes = []string{""}
 			return c

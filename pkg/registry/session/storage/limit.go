@@ -33,22 +33,22 @@ type ownerLimit struct {
 	store *genericregistry.Store
 	clock clock.PassiveClock
 
-	mu    sync.Mutex
-	locks map[string]*ownerLock
+	mu      sync.Mutex
+	mutexes map[string]*ownerMutex
 }
 
-// ownerLock serializes the creates of one owner; it is dropped when nobody
+// ownerMutex serializes the creates of one owner; it is dropped when nobody
 // holds or waits for it.
-type ownerLock struct {
+type ownerMutex struct {
 	sync.Mutex
 	users int
 }
 
 // guard returns a create validation that refuses a session whose owner
 // already has max live sessions and otherwise runs next, and the function
-// to call once the create is over. The owner's lock is taken at the first
+// to call once the create is over. The owner's mutex is taken at the first
 // count and held until then; a create that storage retries counts again
-// under the same lock.
+// under the same mutex.
 func (l *ownerLimit) guard(next rest.ValidateObjectFunc) (rest.ValidateObjectFunc, func()) {
 	if l.max <= 0 {
 		return next, func() {}
@@ -101,23 +101,23 @@ func (l *ownerLimit) live(ctx context.Context, owner string) (int, error) {
 	return n, nil
 }
 
-// lock takes the lock of an owner and returns its release.
+// lock takes the mutex of an owner and returns its release.
 func (l *ownerLimit) lock(owner string) func() {
 	l.mu.Lock()
-	ol := l.locks[owner]
-	if ol == nil {
-		ol = &ownerLock{}
-		l.locks[owner] = ol
+	om := l.mutexes[owner]
+	if om == nil {
+		om = &ownerMutex{}
+		l.mutexes[owner] = om
 	}
-	ol.users++
+	om.users++
 	l.mu.Unlock()
-	ol.Lock()
+	om.Lock()
 	return func() {
-		ol.Unlock()
+		om.Unlock()
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if ol.users--; ol.users == 0 {
-			delete(l.locks, owner)
+		if om.users--; om.users == 0 {
+			delete(l.mutexes, owner)
 		}
 	}
 }

@@ -127,8 +127,8 @@ func TestOwnerLimitConcurrentCreates(t *testing.T) {
 	if created != max {
 		t.Errorf("%d sessions created, want %d", created, max)
 	}
-	if len(s.Session.limit.locks) != 0 {
-		t.Errorf("%d owner locks left behind", len(s.Session.limit.locks))
+	if len(s.Session.limit.mutexes) != 0 {
+		t.Errorf("%d owner mutexes left behind", len(s.Session.limit.mutexes))
 	}
 }
 

@@ -72,9 +72,10 @@ func (g lockGuard) create(next rest.ValidateObjectFunc) rest.ValidateObjectFunc 
 	}
 }
 
-// LockedREST serves a subresource of sessions that a lock refuses: the
-// extension, and the approval when it approves.
-type LockedREST struct {
+// GrantREST serves a subresource that grants a session more access, which
+// a SessionLock that holds the session refuses: the extension, and the
+// approval when it approves.
+type GrantREST struct {
 	*status.StatusREST
 	guard lockGuard
 	// what is what the refusal says cannot be done.
@@ -84,7 +85,7 @@ type LockedREST struct {
 }
 
 // Update changes the session unless a lock holds it and refuses the change.
-func (r *LockedREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
+func (r *GrantREST) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc,
 	updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, options *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	validate := func(ctx context.Context, obj, old runtime.Object) error {
 		s, ok := obj.(*clustergate.Session)

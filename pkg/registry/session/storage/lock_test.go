@@ -35,11 +35,11 @@ func TestLockRefusesCreateExtensionAndApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(locks.Destroy)
-	policy := validation.DefaultSessionPolicy()
+	policy := validation.DefaultSessionLimits()
 	policy.ApprovalGroups = sets.New("admin")
 	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
-		Policy: policy, Locks: locks,
-		Proxy: ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})},
+		Limits: policy, Locks: locks,
+		Proxy: ProxyConfig{Tracker: proxy.NewTracker(clock.RealClock{}, proxy.Limits{})},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ type Backends interface {
 type ProxyREST struct {
 	store    *genericregistry.Store
 	backends Backends
-	registry *proxy.Registry
+	tracker  *proxy.Tracker
 	clock    clock.PassiveClock
 }
 
@@ -116,7 +116,7 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	if u, ok := genericapirequest.UserFrom(ctx); ok {
 		subject.Requester = &sessionlock.Person{User: u.GetName(), Groups: u.GetGroups()}
 	}
-	if msg, locked := r.registry.Holding(subject); locked {
+	if msg, locked := r.tracker.Holding(subject); locked {
 		return nil, lockedProxy(s, msg)
 	}
 	if r.backends == nil {
@@ -142,7 +142,7 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	if s.Status.LastUsedAt != nil {
 		target.LastUsedAt = s.Status.LastUsedAt.Time
 	}
-	return r.registry.Handler(target, path, responder), nil
+	return r.tracker.Handler(target, path, responder), nil
 }
 
 // check refuses anyone but the owner, and sessions that cannot be used.

@@ -82,7 +82,7 @@ func logRequests(t testing.TB, dir string, n, flushEvery, uaBytes int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort, Replica: "r1", FlushInterval: time.Hour})
+	rec := recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort, Replica: "r1", FlushInterval: time.Hour})
 	flush := func() {
 		// Run writes the log when it ends.
 		ctx, cancel := context.WithCancel(context.Background())

@@ -51,7 +51,7 @@ func TestRecordedStreamVerification(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rec := recording.New(recording.Config{Store: local, Policy: recording.PolicyBestEffort, Keys: keys})
+			rec := recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort, Keys: keys})
 			s, err := rec.OpenStream(ctx, recording.StreamInfo{Session: recording.Session{Namespace: "sre", Name: "fix", UID: "u1"}, Subresource: "exec"})
 			if err != nil {
 				t.Fatal(err)

@@ -30,9 +30,9 @@ type SessionStorage struct {
 	// Status serves sessions/status.
 	Status *status.StatusREST
 	// Approval serves sessions/approval: approvers decide there.
-	Approval *LockedREST
+	Approval *GrantREST
 	// Extension serves sessions/extension: expiries move later there.
-	Extension *LockedREST
+	Extension *GrantREST
 	// Proxy serves sessions/proxy.
 	Proxy *ProxyREST
 	// Kubeconfig serves sessions/kubeconfig.
@@ -43,13 +43,13 @@ type SessionStorage struct {
 
 // ProxyConfig configures the proxy and kubeconfig subresources.
 type ProxyConfig struct {
-	// Registry tracks the open connections of this replica.
-	Registry *proxy.Registry
+	// Tracker tracks the open connections of this replica.
+	Tracker *proxy.Tracker
 	// Backends finds how to reach a session's target; nil when the server
 	// keeps no credentials (standalone).
 	Backends Backends
 	// Kubeconfig says what session kubeconfigs point at.
-	Kubeconfig KubeconfigConfig
+	Kubeconfig KubeconfigOptions
 	// Recordings reads the sessions' recordings; nil when the server
 	// records nothing.
 	Recordings *recording.Reader
@@ -57,8 +57,8 @@ type ProxyConfig struct {
 
 // Config configures the storage of Sessions.
 type Config struct {
-	// Policy bounds the Sessions users may create.
-	Policy validation.SessionPolicy
+	// Limits bound the Sessions users may create.
+	Limits validation.SessionLimits
 	// MaxPerOwner caps the live sessions of one owner across the server;
 	// 0 is no cap.
 	MaxPerOwner int
@@ -73,7 +73,7 @@ type Config struct {
 
 // NewStorage returns the storage of Sessions.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cfg Config) (SessionStorage, error) {
-	strategy := session.NewStrategy(scheme, cfg.Policy, cfg.Finalize)
+	strategy := session.NewStrategy(scheme, cfg.Limits, cfg.Finalize)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.Session{} },
 		NewListFunc:               func() runtime.Object { return &clustergate.SessionList{} },
@@ -92,15 +92,15 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 		return SessionStorage{}, err
 	}
 	guard := lockGuard{locks: cfg.Locks, clock: clock.RealClock{}}
-	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, locks: map[string]*ownerLock{}}
+	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, mutexes: map[string]*ownerMutex{}}
 	return SessionStorage{
 		Session: &REST{Store: store, limit: limit, guard: guard},
 		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
-		Approval: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
+		Approval: &GrantREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
 			what: "approve the session's request", refuses: approves},
-		Extension: &LockedREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
+		Extension: &GrantREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
 			what: "extend the session", refuses: extends},
-		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, registry: cfg.Proxy.Registry, clock: clock.RealClock{}},
+		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, tracker: cfg.Proxy.Tracker, clock: clock.RealClock{}},
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
 		Recordings: &RecordingsREST{reader: cfg.Proxy.Recordings},
 	}, nil

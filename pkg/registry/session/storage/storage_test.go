@@ -41,11 +41,11 @@ func newStorage(t *testing.T) SessionStorage {
 func newLimitedStorage(t *testing.T, maxPerOwner int) SessionStorage {
 	t.Helper()
 	scheme := registrytest.Scheme()
-	policy := validation.DefaultSessionPolicy()
+	policy := validation.DefaultSessionLimits()
 	policy.ApprovalGroups = sets.New("admin")
 	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
-		Policy: policy, MaxPerOwner: maxPerOwner,
-		Proxy: ProxyConfig{Registry: proxy.NewRegistry(clock.RealClock{}, proxy.Limits{})},
+		Limits: policy, MaxPerOwner: maxPerOwner,
+		Proxy: ProxyConfig{Tracker: proxy.NewTracker(clock.RealClock{}, proxy.Limits{})},
 	})
 	if err != nil {
 		t.Fatal(err)
