@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# shellcheck finds nothing in the project's shell scripts (hack/, .ci/run).
-# shellcheck is the one checker no Go module provides: Debian's package is
+# Checks the project's shell scripts (hack/, .ci/run) with shellcheck: it must find nothing.
+# It is the one checker no Go module provides: Debian's package is
 # installed when it is missing, as hack/update-protobuf.sh does for protoc.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
