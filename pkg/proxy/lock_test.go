@@ -17,6 +17,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
@@ -36,16 +37,7 @@ func TestEndWithLocks(t *testing.T) {
 	s.Spec.Owner.Username = "alice"
 	other := session("s2", metav1.ConditionTrue, false)
 	other.Spec.Owner.Username = "bob"
-	client := fake.NewSimpleClientset(s, other)
-	factory := externalversions.NewSharedInformerFactory(client, 0)
-	r := NewTracker(clock.RealClock{}, Limits{})
-	sessions := factory.Clustergate().V1alpha1().Sessions().Informer()
-	must(t, r.EndWithSessions(sessions, func(types.UID) {}))
-	must(t, r.EndWithLocks(factory.Clustergate().V1alpha1().SessionLocks().Informer(), sessions.GetStore()))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	r, client := trackerWithLocks(t, s, other)
 
 	open := func(uid types.UID) (context.Context, error) {
 		conn, release, err := r.Open(context.Background(), uid, "alice", time.Now().Add(time.Hour))
@@ -122,16 +114,7 @@ func TestLockHoldsTheRequester(t *testing.T) {
 	})
 	s := session("s1", metav1.ConditionTrue, false)
 	s.Spec.Owner = v1alpha1.SessionOwner{Username: "alice", Groups: []string{"system:authenticated"}}
-	client := fake.NewSimpleClientset(s)
-	factory := externalversions.NewSharedInformerFactory(client, 0)
-	r := NewTracker(clock.RealClock{}, Limits{})
-	sessions := factory.Clustergate().V1alpha1().Sessions().Informer()
-	must(t, r.EndWithSessions(sessions, func(types.UID) {}))
-	must(t, r.EndWithLocks(factory.Clustergate().V1alpha1().SessionLocks().Informer(), sessions.GetStore()))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
+	r, client := trackerWithLocks(t, s)
 
 	// as is a request through s1 by alice with the groups she has now.
 	as := func(groups ...string) Target {
@@ -196,4 +179,26 @@ func TestLockHoldsTheRequester(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trackerWithLocks is a tracker that follows the sessions and SessionLocks
+// of a fake client holding sessions, its informers started and synced
+// until the test ends.
+func trackerWithLocks(t *testing.T, sessions ...*v1alpha1.Session) (*Tracker, *fake.Clientset) {
+	t.Helper()
+	objects := make([]runtime.Object, len(sessions))
+	for i, s := range sessions {
+		objects[i] = s
+	}
+	client := fake.NewSimpleClientset(objects...)
+	factory := externalversions.NewSharedInformerFactory(client, 0)
+	r := NewTracker(clock.RealClock{}, Limits{})
+	informer := factory.Clustergate().V1alpha1().Sessions().Informer()
+	must(t, r.EndWithSessions(informer, func(types.UID) {}))
+	must(t, r.EndWithLocks(factory.Clustergate().V1alpha1().SessionLocks().Informer(), informer.GetStore()))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return r, client
 }
