@@ -27,6 +27,7 @@ import (
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 	sessionlockstorage "github.com/clustergate/clustergate/pkg/registry/sessionlock/storage"
 	"github.com/clustergate/clustergate/pkg/registry/target"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
 
 var (
@@ -59,8 +60,11 @@ func init() {
 // files: SessionKubeconfig.CAData, SessionKubeconfig.DataPlaneCAData,
 // SessionKubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.IstioPolicy.Issuers.
 type ExtraConfig struct {
-	// SessionLimits bound the Sessions users may create.
+	// SessionLimits bound the Sessions users may create. Its access groups
+	// are SessionAccess's levels.
 	SessionLimits validation.SessionLimits
+	// SessionAccess holds the access levels and the deny rules.
+	SessionAccess *sessionaccess.Configuration
 	// SessionMaxPerOwner caps the live sessions of one owner; 0 is no cap.
 	SessionMaxPerOwner int
 	// ProxyLimits cap the concurrent proxied requests of a session and of

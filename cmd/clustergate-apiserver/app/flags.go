@@ -48,7 +48,9 @@ func (o *Options) addSessionFlags(fss *cliflag.NamedFlagSets) {
 	fs.DurationVar(&o.SessionMinTTL, "session-min-ttl", o.SessionMinTTL, "Shortest spec.ttl a Session may ask for.")
 	fs.DurationVar(&o.SessionMaxTTL, "session-max-ttl", o.SessionMaxTTL, "Longest spec.ttl a Session may ask for.")
 	fs.StringSliceVar(&o.SessionAccessGroups, "session-access-groups", o.SessionAccessGroups,
-		"Values that spec.accessLevel.group of a Session may take.")
+		"Values that spec.accessLevel.group of a Session may take, each a level whose certificates carry the group of its name on cluster targets; admin and viewer may also be scoped to namespaces, through Kubernetes' admin and view ClusterRoles. Excludes --session-access-config.")
+	fs.StringVar(&o.SessionAccessConfigFile, "session-access-config", o.SessionAccessConfigFile,
+		"File of kind SessionAccessConfiguration (config.clustergate.dev/v1alpha1): the access levels, each with a group for the whole target and a ClusterRole bound per namespace for scoped sessions, and the deny rules the proxy holds every session's requests to (docs/security.md).")
 	fs.IntVar(&o.Server.SessionMaxPerOwner, "session-max-per-owner", o.Server.SessionMaxPerOwner,
 		"Live (neither expired nor deleted) Sessions one owner may have across the server; the next create is refused. Each replica counts in the shared storage; creates of one owner racing on several replicas at once may exceed it by one per further replica. 0 is no limit.")
 	session := &o.Server.Controllers.Sessions

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/gardener"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
 
 // Options are the flags of clustergate-apiserver.
@@ -46,8 +48,11 @@ type Options struct {
 	SessionMinTTL time.Duration
 	// SessionMaxTTL is the longest TTL a Session may ask for.
 	SessionMaxTTL time.Duration
-	// SessionAccessGroups are the access groups a Session may ask for.
+	// SessionAccessGroups are the access groups a Session may ask for,
+	// without SessionAccessConfigFile.
 	SessionAccessGroups []string
+	// SessionAccessConfigFile holds the access levels and deny rules.
+	SessionAccessConfigFile string
 	// SessionLifecycle holds the --session-* flags of approval, extension
 	// and justification; sessionLimits merges them with the TTLs.
 	SessionLifecycle validation.SessionLimits
@@ -102,6 +107,11 @@ func serverNamespace() string {
 // give in another form, an embedded etcd when no --etcd-servers are given,
 // and standalone mode when there is no core cluster.
 func (o *Options) Complete() error {
+	access, err := o.sessionAccess()
+	if err != nil {
+		return err
+	}
+	o.Server.SessionAccess = access
 	o.Server.SessionLimits = o.sessionLimits()
 	o.Server.Controllers.Sessions.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
 	o.completeRecording()
@@ -223,11 +233,28 @@ func (o *Options) Validate() error {
 func (o *Options) sessionLimits() validation.SessionLimits {
 	policy := o.SessionLifecycle
 	policy.MinTTL, policy.MaxTTL = o.SessionMinTTL, o.SessionMaxTTL
-	policy.AccessGroups, policy.ApprovalGroups = sets.New(o.SessionAccessGroups...), sets.New(o.sessionApprovalGroups...)
+	access := o.Server.SessionAccess
+	if access == nil { // not completed yet
+		access = sessionaccess.FromGroups(o.SessionAccessGroups)
+	}
+	policy.AccessGroups, policy.WholeTargetGroups, policy.ScopableGroups = access.Groups()
+	policy.ApprovalGroups = sets.New(o.sessionApprovalGroups...)
 	if policy.MaxLifetime == 0 {
 		policy.MaxLifetime = policy.MaxTTL
 	}
 	return policy
+}
+
+// sessionAccess is the access configuration: the file's, or the levels
+// --session-access-groups names.
+func (o *Options) sessionAccess() (*sessionaccess.Configuration, error) {
+	if o.SessionAccessConfigFile == "" {
+		return sessionaccess.FromGroups(o.SessionAccessGroups), nil
+	}
+	if !slices.Equal(o.SessionAccessGroups, NewOptions().SessionAccessGroups) {
+		return nil, fmt.Errorf("--session-access-groups and --session-access-config exclude each other: the file names the levels")
+	}
+	return sessionaccess.Load(o.SessionAccessConfigFile)
 }
 
 // certDirectory is where generated serving certificates go: certificates/

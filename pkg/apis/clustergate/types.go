@@ -35,6 +35,15 @@ type SessionSpec struct {
 	// IdleTimeout ends the session once it has gone unused that long; nil
 	// or 0 is none.
 	IdleTimeout *metav1.Duration
+	// Scope narrows the session to some namespaces of its target; nil is
+	// the whole target.
+	Scope *SessionScope
+}
+
+// SessionScope is the part of a target a session reaches.
+type SessionScope struct {
+	// Namespaces are the namespaces of the target the session reaches.
+	Namespaces []string
 }
 
 // SessionOwner identifies the user a session belongs to.

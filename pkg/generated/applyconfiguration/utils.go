@@ -49,6 +49,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clustergatev1alpha1.SessionLockTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionOwner"):
 		return &clustergatev1alpha1.SessionOwnerApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionScope"):
+		return &clustergatev1alpha1.SessionScopeApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionSpec"):
 		return &clustergatev1alpha1.SessionSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionStatus"):

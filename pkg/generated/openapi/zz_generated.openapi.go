@@ -41,6 +41,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SessionLockTarget{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_SessionLockTarget(ref),
 		v1alpha1.SessionOwner{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionOwner(ref),
 		v1alpha1.SessionProxyOptions{}.OpenAPIModelName():             schema_pkg_apis_clustergate_v1alpha1_SessionProxyOptions(ref),
+		v1alpha1.SessionScope{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionScope(ref),
 		v1alpha1.SessionSpec{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref),
 		v1alpha1.SessionStatus{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref),
 		v1alpha1.SessionTarget{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_SessionTarget(ref),
@@ -940,6 +941,39 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionProxyOptions(ref common.Referen
 	}
 }
 
+func schema_pkg_apis_clustergate_v1alpha1_SessionScope(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionScope is the part of a target a session reaches.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespaces": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespaces are the namespaces of the target the session reaches: at least one, at most 16, each a DNS label, none twice.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"namespaces"},
+			},
+		},
+	}
+}
+
 func schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -987,12 +1021,18 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref common.ReferenceCallba
 							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
 						},
 					},
+					"scope": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Scope narrows the session to some namespaces of its target. Unset, the access level holds cluster-wide, through the level's group on the target. Set, the credentials carry no cluster-wide group: the server binds the level's namespaced ClusterRole to the session in each listed namespace of the target, and its proxy refuses requests outside them.",
+							Ref:         ref(v1alpha1.SessionScope{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"ttl", "accessLevel", "target"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.AccessLevel{}.OpenAPIModelName(), v1alpha1.SessionOwner{}.OpenAPIModelName(), v1alpha1.SessionTarget{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName()},
+			v1alpha1.AccessLevel{}.OpenAPIModelName(), v1alpha1.SessionOwner{}.OpenAPIModelName(), v1alpha1.SessionScope{}.OpenAPIModelName(), v1alpha1.SessionTarget{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName()},
 	}
 }
 

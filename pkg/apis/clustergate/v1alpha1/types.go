@@ -56,6 +56,21 @@ type SessionSpec struct {
 	// --session-max-idle-timeout, which, when set, also refuses none.
 	// +optional
 	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty" protobuf:"bytes,6,opt,name=idleTimeout"`
+	// Scope narrows the session to some namespaces of its target. Unset, the
+	// access level holds cluster-wide, through the level's group on the
+	// target. Set, the credentials carry no cluster-wide group: the server
+	// binds the level's namespaced ClusterRole to the session in each listed
+	// namespace of the target, and its proxy refuses requests outside them.
+	// +optional
+	Scope *SessionScope `json:"scope,omitempty" protobuf:"bytes,7,opt,name=scope"`
+}
+
+// SessionScope is the part of a target a session reaches.
+type SessionScope struct {
+	// Namespaces are the namespaces of the target the session reaches: at
+	// least one, at most 16, each a DNS label, none twice.
+	// +listType=set
+	Namespaces []string `json:"namespaces" protobuf:"bytes,1,rep,name=namespaces"`
 }
 
 // SessionOwner identifies the user a session belongs to.

@@ -106,6 +106,11 @@ func (in SessionProxyOptions) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionScope) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionScope"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SessionSpec) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SessionSpec"
 }

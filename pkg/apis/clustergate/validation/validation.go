@@ -33,6 +33,12 @@ type SessionLimits struct {
 	MaxLifetime time.Duration
 	// AccessGroups are the allowed values of spec.accessLevel.group.
 	AccessGroups sets.Set[string]
+	// WholeTargetGroups are the access groups a session may hold on its
+	// whole target, unscoped; nil is all of AccessGroups.
+	WholeTargetGroups sets.Set[string]
+	// ScopableGroups are the access groups a session may hold in some
+	// namespaces of its target, through spec.scope.
+	ScopableGroups sets.Set[string]
 	// ApprovalGroups are the access groups whose sessions, and their
 	// extensions, wait for an approver.
 	ApprovalGroups sets.Set[string]
@@ -57,6 +63,11 @@ type SessionLimits struct {
 // ticket and a sentence, not a document.
 const MaxReasonLength = 512
 
+// MaxScopeNamespaces bounds spec.scope.namespaces: a session is for an
+// incident in an application, not a tour of the cluster, and each
+// namespace is a RoleBinding on the target.
+const MaxScopeNamespaces = 16
+
 // maxApprovals bounds status.approvals: the opening and the extensions of
 // one session.
 const maxApprovals = 32
@@ -69,6 +80,7 @@ func DefaultSessionLimits() SessionLimits {
 		MaxTTL:           24 * time.Hour,
 		MaxLifetime:      24 * time.Hour,
 		AccessGroups:     sets.New(v1alpha1.AccessLevelAdmin, v1alpha1.AccessLevelViewer),
+		ScopableGroups:   sets.New(v1alpha1.AccessLevelAdmin, v1alpha1.AccessLevelViewer),
 		ApprovalGroups:   sets.New[string](),
 		ApprovalTimeout:  time.Hour,
 		LastUsedInterval: DefaultLastUsedInterval,
@@ -86,6 +98,9 @@ func (p SessionLimits) Validate() error {
 		return fmt.Errorf("at least one session access group is needed")
 	case p.MaxLifetime < p.MaxTTL:
 		return fmt.Errorf("session maximum lifetime %s is below the maximum TTL %s", p.MaxLifetime, p.MaxTTL)
+	case !p.AccessGroups.IsSuperset(p.ScopableGroups) || p.WholeTargetGroups != nil && !p.AccessGroups.IsSuperset(p.WholeTargetGroups):
+		return fmt.Errorf("session scopable groups %v and whole-target groups %v are not all access groups %v",
+			sets.List(p.ScopableGroups), sets.List(p.WholeTargetGroups), sets.List(p.AccessGroups))
 	case !p.AccessGroups.IsSuperset(p.ApprovalGroups):
 		return fmt.Errorf("session approval groups %v are not all access groups %v", sets.List(p.ApprovalGroups), sets.List(p.AccessGroups))
 	case p.ApprovalTimeout <= 0:
@@ -198,6 +213,7 @@ func validateSessionSpec(spec *clustergate.SessionSpec, policy SessionLimits, fl
 		allErrs = append(allErrs, field.NotSupported(groupPath, g, sets.List(policy.AccessGroups)))
 	}
 
+	allErrs = append(allErrs, validateScope(spec.Scope, spec.AccessLevel.Group, policy, fldPath.Child("scope"))...)
 	allErrs = append(allErrs, validateSessionTarget(&spec.Target, fldPath.Child("target"))...)
 	allErrs = append(allErrs, validateIdleTimeout(spec.IdleTimeout, policy, fldPath.Child("idleTimeout"))...)
 
@@ -206,6 +222,41 @@ func validateSessionSpec(spec *clustergate.SessionSpec, policy SessionLimits, fl
 		allErrs = append(allErrs, field.Required(reasonPath, "the server requires a reason for every session (--session-require-reason), such as an incident or ticket"))
 	}
 	allErrs = append(allErrs, validateReason(spec.Reason, reasonPath)...)
+	return allErrs
+}
+
+// validateScope checks spec.scope against the access level: a level
+// without a namespaced role cannot be scoped, one without a whole-target
+// group must be.
+func validateScope(scope *clustergate.SessionScope, level string, policy SessionLimits, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	known := policy.AccessGroups.Has(level)
+	if scope == nil {
+		if known && policy.WholeTargetGroups != nil && !policy.WholeTargetGroups.Has(level) {
+			allErrs = append(allErrs, field.Required(fldPath.Child("namespaces"),
+				fmt.Sprintf("access level %q holds only in namespaces: name them", level)))
+		}
+		return allErrs
+	}
+	nsPath := fldPath.Child("namespaces")
+	switch n := len(scope.Namespaces); {
+	case n == 0:
+		allErrs = append(allErrs, field.Required(nsPath, "a scope names at least one namespace; leave scope out for the whole target"))
+	case n > MaxScopeNamespaces:
+		allErrs = append(allErrs, field.TooMany(nsPath, n, MaxScopeNamespaces))
+	}
+	seen := sets.New[string]()
+	for i, ns := range scope.Namespaces {
+		allErrs = append(allErrs, validateDNSLabel(ns, nsPath.Index(i))...)
+		if seen.Has(ns) {
+			allErrs = append(allErrs, field.Duplicate(nsPath.Index(i), ns))
+		}
+		seen.Insert(ns)
+	}
+	if known && !policy.ScopableGroups.Has(level) {
+		allErrs = append(allErrs, field.Forbidden(fldPath,
+			fmt.Sprintf("access level %q has no namespaced role on the server and holds only on the whole target", level)))
+	}
 	return allErrs
 }
 

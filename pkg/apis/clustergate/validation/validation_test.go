@@ -54,6 +54,16 @@ func errorPaths(errs field.ErrorList) []string {
 
 func TestValidateSession(t *testing.T) {
 	policy := DefaultSessionLimits()
+	// debugger holds only in namespaces, nodes only on whole targets.
+	policy.AccessGroups.Insert("debugger", "nodes")
+	policy.WholeTargetGroups = sets.New("admin", "viewer", "nodes")
+	policy.ScopableGroups.Insert("debugger")
+	scope := func(level string, namespaces ...string) func(*clustergate.Session) {
+		return func(s *clustergate.Session) {
+			s.Spec.AccessLevel.Group = level
+			s.Spec.Scope = &clustergate.SessionScope{Namespaces: namespaces}
+		}
+	}
 	tests := []struct {
 		name   string
 		mutate func(*clustergate.Session)
@@ -99,6 +109,23 @@ func TestValidateSession(t *testing.T) {
 			want: []string{"FieldValueRequired spec.accessLevel.group"}},
 		{name: "access group not configured", mutate: func(s *clustergate.Session) { s.Spec.AccessLevel.Group = "root" },
 			want: []string{"FieldValueNotSupported spec.accessLevel.group"}},
+		{name: "valid scoped admin", mutate: scope("admin", "shop", "shop-db")},
+		{name: "valid scoped debugger", mutate: scope("debugger", "shop")},
+		{name: "valid whole-target level", mutate: func(s *clustergate.Session) { s.Spec.AccessLevel.Group = "nodes" }},
+		{name: "scoped-only level unscoped", mutate: func(s *clustergate.Session) { s.Spec.AccessLevel.Group = "debugger" },
+			want: []string{"FieldValueRequired spec.scope.namespaces"}},
+		{name: "whole-target level scoped", mutate: scope("nodes", "shop"),
+			want: []string{"FieldValueForbidden spec.scope"}},
+		{name: "scope without namespaces", mutate: scope("admin"),
+			want: []string{"FieldValueRequired spec.scope.namespaces"}},
+		{name: "scope namespace not a DNS label", mutate: scope("admin", "shop", "Shop_DB"),
+			want: []string{"FieldValueInvalid spec.scope.namespaces[1]"}},
+		{name: "scope namespace twice", mutate: scope("admin", "shop", "shop"),
+			want: []string{"FieldValueDuplicate spec.scope.namespaces[1]"}},
+		{name: "scope namespace empty", mutate: scope("admin", ""),
+			want: []string{"FieldValueRequired spec.scope.namespaces[0]"}},
+		{name: "scope too wide", mutate: scope("admin", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"),
+			want: []string{"FieldValueTooMany spec.scope.namespaces"}},
 		{name: "no target", mutate: func(s *clustergate.Session) { s.Spec.Target = clustergate.SessionTarget{} },
 			want: []string{"FieldValueRequired spec.target"}},
 		{name: "two targets", mutate: func(s *clustergate.Session) {

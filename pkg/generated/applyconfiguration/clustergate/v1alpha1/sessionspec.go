@@ -39,6 +39,12 @@ type SessionSpecApplyConfiguration struct {
 	// --session-last-used-interval (4m by default) and at most
 	// --session-max-idle-timeout, which, when set, also refuses none.
 	IdleTimeout *v1.Duration `json:"idleTimeout,omitempty"`
+	// Scope narrows the session to some namespaces of its target. Unset, the
+	// access level holds cluster-wide, through the level's group on the
+	// target. Set, the credentials carry no cluster-wide group: the server
+	// binds the level's namespaced ClusterRole to the session in each listed
+	// namespace of the target, and its proxy refuses requests outside them.
+	Scope *SessionScopeApplyConfiguration `json:"scope,omitempty"`
 }
 
 // SessionSpecApplyConfiguration constructs a declarative configuration of the SessionSpec type for use with
@@ -92,5 +98,13 @@ func (b *SessionSpecApplyConfiguration) WithReason(value string) *SessionSpecApp
 // If called multiple times, the IdleTimeout field is set to the value of the last call.
 func (b *SessionSpecApplyConfiguration) WithIdleTimeout(value v1.Duration) *SessionSpecApplyConfiguration {
 	b.IdleTimeout = &value
+	return b
+}
+
+// WithScope sets the Scope field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Scope field is set to the value of the last call.
+func (b *SessionSpecApplyConfiguration) WithScope(value *SessionScopeApplyConfiguration) *SessionSpecApplyConfiguration {
+	b.Scope = value
 	return b
 }
