@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,19 @@ func TestUsageGuide(t *testing.T) {
 	dirInGuide := localcluster.READMEGuideValues.Dir
 	sh := startShell(t, local.RepoRoot(), dir)
 	step := 0
+	// Failures are told again at the end, where CI's tail of the log shows
+	// them, after the steps that followed.
+	var failures []string
+	fail := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		t.Error(msg)
+		failures = append(failures, msg)
+	}
+	defer func() {
+		if len(failures) > 0 {
+			t.Errorf("%d failed steps of docs/usage.md:\n%s", len(failures), strings.Join(failures, "\n"))
+		}
+	}()
 	for _, block := range blocks {
 		if block.NotRun != "" {
 			t.Logf("not run (%s):\n%s", block.NotRun, block.Text)
@@ -46,12 +60,12 @@ func TestUsageGuide(t *testing.T) {
 			out, code := sh.run(t, command)
 			t.Logf("step %d: $ %s   # %s\n%s[exit %d in %s]", step, command, line.Comment, out, code, time.Since(begin).Round(10*time.Millisecond))
 			if refused := code != 0; refused != line.Refused() {
-				t.Errorf("step %d: %s exited %d; its comment %q promises %s", step, command, code, line.Comment,
+				fail("step %d: %s exited %d; its comment %q promises %s", step, command, code, line.Comment,
 					map[bool]string{true: "a refusal", false: "success"}[line.Refused()])
 			}
 			for _, want := range line.Says() {
 				if !strings.Contains(out, want) {
-					t.Errorf("step %d: %s does not say %q, which its comment %q promises; it printed:\n%s", step, command, want, line.Comment, out)
+					fail("step %d: %s does not say %q, which its comment %q promises; it printed:\n%s", step, command, want, line.Comment, out)
 				}
 			}
 		}
