@@ -8,10 +8,10 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 
 	"github.com/clustergate/clustergate/pkg/sessioncli"
 )
@@ -19,7 +19,9 @@ import (
 func main() {
 	cmd := sessioncli.NewCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	if err := cmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", sessioncli.Message(err))
-		os.Exit(1)
+		// As kubectl prints an error and exits 1: a refusal as "Error from
+		// server (Forbidden): ...", invalid fields one a line, the rest
+		// as "error: ...".
+		cmdutil.CheckErr(err)
 	}
 }

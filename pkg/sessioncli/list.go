@@ -27,7 +27,7 @@ func newListCommand(g *globals) *cobra.Command {
 	output := printFlags("Session")
 	cmd := &cobra.Command{
 		Use:   "list [-A] [--pending] [-o json|yaml|name|wide|jsonpath=...|go-template=...|custom-columns=...]",
-		Short: "List sessions, with their owner, target, expiry, approval and reason; READY says Locked while a lock holds one",
+		Short: "List sessions, with their owner, target, expiry, and with -o wide their scope, approval and reason; READY says Locked while a lock holds one",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if all {

@@ -25,6 +25,8 @@ import (
 // server's table shows of it.
 type listedSession struct {
 	namespace, name, owner, target, group, reason, approval string
+	// scope are the namespaces of a scoped session.
+	scope []string
 	// pending is the request that waits for an approver, if one does.
 	pending string
 }
@@ -34,7 +36,7 @@ type listedSession struct {
 // row with backspaces, a tab and a C1 CSI, were they not escaped.
 var listed = []listedSession{
 	{namespace: "demo", name: "fix", owner: "alice", target: "shoot/local", group: "admin", reason: "INC-4711", approval: "Approved by bob"},
-	{namespace: "demo", name: "look", owner: "bob", target: "cluster/mc-1", group: "viewer"},
+	{namespace: "demo", name: "look", owner: "bob", target: "cluster/mc-1", group: "viewer", scope: []string{"shop", "shop-db"}},
 	{namespace: "sre", name: "audit", owner: "carol", target: "shoot/local", group: "viewer", reason: "audit\b\b\b\b\bfine\t\u009b2K", approval: "Pending", pending: "Open"},
 }
 
@@ -53,11 +55,15 @@ func listedIn(namespace string) []listedSession {
 func (l listedSession) session() (v1alpha1.Session, error) {
 	target, err := parseTarget(l.target)
 	expires := metav1.NewTime(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC))
+	var scope *v1alpha1.SessionScope
+	if l.scope != nil {
+		scope = &v1alpha1.SessionScope{Namespaces: l.scope}
+	}
 	return v1alpha1.Session{
 		ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: l.namespace, Labels: map[string]string{"team": l.namespace},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl-session", Operation: metav1.ManagedFieldsOperationUpdate}}},
 		Spec: v1alpha1.SessionSpec{TTL: metav1.Duration{Duration: time.Hour}, Owner: v1alpha1.SessionOwner{Username: l.owner},
-			AccessLevel: v1alpha1.AccessLevel{Group: l.group}, Target: target, Reason: l.reason},
+			AccessLevel: v1alpha1.AccessLevel{Group: l.group}, Target: target, Reason: l.reason, Scope: scope},
 		Status: v1alpha1.SessionStatus{ExpiresAt: &expires},
 	}, err
 }
@@ -75,7 +81,7 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 		ColumnDefinitions: []metav1.TableColumnDefinition{
 			{Name: "Name", Type: "string", Format: "name"}, {Name: "Owner", Type: "string"}, {Name: "Target", Type: "string"},
 			{Name: "Access", Type: "string"}, {Name: "Expires", Type: "string"}, {Name: "Ready", Type: "string"},
-			{Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1},
+			{Name: "Scope", Type: "string", Priority: 1}, {Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1},
 			{Name: "Approval", Type: "string", Priority: 1}, {Name: "Reason", Type: "string", Priority: 1},
 		},
 	}
@@ -101,7 +107,7 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		table.Rows = append(table.Rows, metav1.TableRow{
-			Cells:  []any{l.name, l.owner, l.target, l.group, "59m", "True", s.Status.ExpiresAt.UTC().Format(time.RFC3339), l.approval, l.reason},
+			Cells:  []any{l.name, l.owner, l.target, l.group, "59m", "True", scopeCell(l.scope), s.Status.ExpiresAt.UTC().Format(time.RFC3339), l.approval, l.reason},
 			Object: runtime.RawExtension{Raw: object},
 		})
 	}
@@ -111,6 +117,14 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(answer)
+}
+
+// scopeCell is the server's SCOPE of a session: its namespaces, or "*".
+func scopeCell(scope []string) string {
+	if scope == nil {
+		return "*"
+	}
+	return strings.Join(scope, ",")
 }
 
 // TestList lists the sessions of demo, or of every namespace with -A, in
@@ -131,9 +145,9 @@ fix    alice   shoot/local    admin    59m       True
 look   bob     cluster/mc-1   viewer   59m       True
 `},
 		{name: "wide", args: []string{"-o", "wide"}, want: "" +
-			"NAME   OWNER   TARGET         ACCESS   EXPIRES   READY   EXPIRES-AT             APPROVAL          REASON\n" +
-			"fix    alice   shoot/local    admin    59m       True    2026-11-30T11:00:00Z   Approved by bob   INC-4711\n" +
-			"look   bob     cluster/mc-1   viewer   59m       True    2026-11-30T11:00:00Z                     \n"},
+			"NAME   OWNER   TARGET         ACCESS   EXPIRES   READY   SCOPE          EXPIRES-AT             APPROVAL          REASON\n" +
+			"fix    alice   shoot/local    admin    59m       True    *              2026-11-30T11:00:00Z   Approved by bob   INC-4711\n" +
+			"look   bob     cluster/mc-1   viewer   59m       True    shop,shop-db   2026-11-30T11:00:00Z                     \n"},
 		{name: "table of every namespace", args: []string{"-A"}, want: `NAMESPACE   NAME    OWNER   TARGET         ACCESS   EXPIRES   READY
 demo        fix     alice   shoot/local    admin    59m       True
 demo        look    bob     cluster/mc-1   viewer   59m       True
@@ -143,8 +157,8 @@ sre         audit   carol   shoot/local    viewer   59m       True
 look   bob     cluster/mc-1   viewer   59m   True   demo
 `},
 		{name: "waiting for an approver, of every namespace", args: []string{"--pending", "-A", "-o", "wide"}, want: "" +
-			"NAMESPACE   NAME    OWNER   TARGET        ACCESS   EXPIRES   READY   EXPIRES-AT             APPROVAL   REASON\n" +
-			"sre         audit   carol   shoot/local   viewer   59m       True    2026-11-30T11:00:00Z   Pending    audit^H^H^H^H^Hfine^I^[[2K\n"},
+			"NAMESPACE   NAME    OWNER   TARGET        ACCESS   EXPIRES   READY   SCOPE   EXPIRES-AT             APPROVAL   REASON\n" +
+			"sre         audit   carol   shoot/local   viewer   59m       True    *       2026-11-30T11:00:00Z   Pending    audit^H^H^H^H^Hfine^I^[[2K\n"},
 		{name: "none waiting", args: []string{"--pending"}, wantErrOut: "No sessions found.\n"},
 		{name: "no sessions", args: []string{"-n", "empty"}, wantErrOut: "No sessions found.\n"},
 		{name: "json", args: []string{"-o", "json"}},

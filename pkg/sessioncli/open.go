@@ -28,16 +28,28 @@ import (
 
 type openOptions struct {
 	access, reason, owner, name, out string
-	ttl, timeout                     time.Duration
-	wait                             bool
+	// namespaces scope the session to those namespaces of its target.
+	namespaces   []string
+	ttl, timeout time.Duration
+	wait         bool
 }
 
 func newOpenCommand(g *globals) *cobra.Command {
 	o := &openOptions{}
 	cmd := &cobra.Command{
-		Use:   "open shoot/NAME|cluster/NAME --access GROUP --ttl DURATION [--reason TEXT] [--for USER] [--name NAME] [--wait] [--kubeconfig-out FILE]",
+		Use:   "open shoot/NAME|cluster/NAME --access GROUP --ttl DURATION [--namespaces NS,...] [--reason TEXT] [--for USER] [--name NAME] [--wait] [--kubeconfig-out FILE]",
 		Short: "Open a session and print its name; with --wait, wait until it is Ready and write its kubeconfig",
-		Args:  cobra.ExactArgs(1),
+		Long: `Open a session to a target and print its name; with --wait, wait until it is Ready
+and write its kubeconfig.
+
+With --namespaces, the session reaches only those namespaces of the target, and its
+kubeconfig starts in the first. Opening it needs, in the session's namespace, the access
+level's verb on the whole target (kubectl auth can-i debugger shoots.clustergate.dev/prod)
+or on TARGET/NAMESPACE for each of the namespaces
+(kubectl auth can-i debugger shoots.clustergate.dev/prod/shop):
+  kubectl session open shoot/prod --access debugger --ttl 1h --namespaces shop,shop-db -n demo
+-n is the namespace of the session itself, on the control plane.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := o.session(args[0])
 			if err != nil {
@@ -72,6 +84,7 @@ func newOpenCommand(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.access, "access", "", "Access group of the session, such as viewer or admin.")
+	f.StringSliceVar(&o.namespaces, "namespaces", nil, "Namespaces of the target the session reaches, such as shop,shop-db; the whole target when not set.")
 	f.DurationVar(&o.ttl, "ttl", 0, "How long the session lasts, from its creation or approval, such as 1h.")
 	f.StringVar(&o.reason, "reason", "", "Why: an incident or ticket.")
 	f.StringVar(&o.owner, "for", "", "Open the session for this user (needs the verb assign).")
@@ -96,6 +109,9 @@ func (o *openOptions) session(target string) (*v1alpha1.Session, error) {
 			TTL: metav1.Duration{Duration: o.ttl}, Owner: v1alpha1.SessionOwner{Username: o.owner},
 			AccessLevel: v1alpha1.AccessLevel{Group: o.access}, Target: t, Reason: o.reason,
 		},
+	}
+	if len(o.namespaces) > 0 {
+		s.Spec.Scope = &v1alpha1.SessionScope{Namespaces: o.namespaces}
 	}
 	if o.name == "" {
 		s.GenerateName = "session-"

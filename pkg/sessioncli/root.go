@@ -5,14 +5,12 @@
 // approves, denies, extends and revokes clustergate Sessions, and reads
 // back what they recorded (recordings, history, replay), with the
 // caller's kubeconfig and kubectl's global flags (-n, --kubeconfig,
-// --context, ...). Every refusal comes back as the server's Status message.
+// --context, ...). Every refusal comes back as the server's error, which
+// kubectl-session prints as kubectl does.
 package sessioncli
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -74,14 +72,4 @@ func (g *globals) sessions() (clustergatev1alpha1.SessionInterface, string, erro
 		return nil, "", err
 	}
 	return c.ClustergateV1alpha1().Sessions(ns), ns, nil
-}
-
-// Message is what the plugin prints for an error: the server's Status
-// message for an API error, the error itself otherwise.
-func Message(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		return status.Status().Message
-	}
-	return err.Error()
 }

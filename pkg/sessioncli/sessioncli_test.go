@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -147,16 +145,6 @@ func TestArguments(t *testing.T) {
 				t.Errorf("error = %v, want one saying %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestMessage(t *testing.T) {
-	forbidden := apierrors.NewForbidden(v1alpha1.Resource("sessions"), "s", errors.New("no"))
-	if got := Message(forbidden); got != forbidden.ErrStatus.Message {
-		t.Errorf("Message = %q, want the Status message %q", got, forbidden.ErrStatus.Message)
-	}
-	if got := Message(errors.New("plain")); got != "plain" {
-		t.Errorf("Message = %q", got)
 	}
 }
 

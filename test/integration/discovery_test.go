@@ -187,7 +187,7 @@ func TestTable(t *testing.T) {
 	for _, c := range table.ColumnDefinitions {
 		columns = append(columns, c.Name)
 	}
-	if diff := cmp.Diff([]string{"Name", "Owner", "Target", "Access", "Expires", "Ready", "Expires-At", "Approval", "Last-Used", "Reason", "Age"}, columns); diff != "" {
+	if diff := cmp.Diff([]string{"Name", "Owner", "Target", "Access", "Expires", "Ready", "Scope", "Expires-At", "Approval", "Last-Used", "Reason", "Age"}, columns); diff != "" {
 		t.Errorf("columns (-want +got):\n%s", diff)
 	}
 	if len(table.Rows) != 1 || table.Rows[0].Cells[1] != "alice" {

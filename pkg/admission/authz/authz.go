@@ -20,15 +20,27 @@ import (
 // authorizer's reason or error if it gave one. An authorizer that fails
 // refuses: admission never lets a request in on an unanswered question.
 func Require(ctx context.Context, a authorizer.UnconditionalAuthorizer, attrs authorizer.Attributes, req admission.Attributes, msg string) error {
-	decision, reason, err := a.Authorize(ctx, attrs)
-	if decision == authorizer.DecisionAllow {
+	allowed, why := Ask(ctx, a, attrs)
+	if allowed {
 		return nil
 	}
+	return admission.NewForbidden(req, errors.New(msg+why))
+}
+
+// Ask returns whether a allows attrs and, when it does not, what it said
+// as Require appends it to a refusal: ": reason" if it gave one and
+// " (authorization failed: error)" if it failed. It is for a plugin that
+// asks several questions before it refuses.
+func Ask(ctx context.Context, a authorizer.UnconditionalAuthorizer, attrs authorizer.Attributes) (allowed bool, why string) {
+	decision, reason, err := a.Authorize(ctx, attrs)
+	if decision == authorizer.DecisionAllow {
+		return true, ""
+	}
 	if reason != "" {
-		msg += ": " + reason
+		why = ": " + reason
 	}
 	if err != nil {
-		msg += fmt.Sprintf(" (authorization failed: %v)", err)
+		why += fmt.Sprintf(" (authorization failed: %v)", err)
 	}
-	return admission.NewForbidden(req, errors.New(msg))
+	return false, why
 }

@@ -12,9 +12,15 @@
 // Both are asked of the authorizer, and so of RBAC in the core cluster, as
 // the access level's verb on the virtual resources shoots and clusters of
 // clustergate.dev, named after the shoot or the cluster's kubeconfig Secret,
-// in the object's namespace. The resources are listed in discovery but never
-// served, so that `kubectl auth can-i admin shoots.clustergate.dev/local`
-// answers and `kubectl create role --resource=shoots.clustergate.dev` works.
+// in the object's namespace. A session scoped to some namespaces of its
+// target may also be allowed namespace by namespace, by the verb on the name
+// "<target>/<namespace>" (such as prod/shop): a Role can grant a level in a
+// namespace of a target without the whole target. The resources are listed
+// in discovery but never served, so that
+// `kubectl auth can-i admin shoots.clustergate.dev/local` (and
+// `kubectl auth can-i debugger shoots.clustergate.dev/prod/shop`, as kubectl
+// splits at the first slash) answers and
+// `kubectl create role --resource=shoots.clustergate.dev` works.
 package targetaccess
 
 import (
@@ -22,6 +28,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -118,16 +126,12 @@ func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admissi
 // with its groups, holds the access level's verb on the target, and, when
 // the requester is someone else, whether the requester holds it too.
 func (p *Plugin) validateSession(ctx context.Context, a admission.Attributes, s *clustergate.Session) error {
-	resource, name := target(&s.Spec.Target)
-	if resource == "" {
+	if resource, _ := target(&s.Spec.Target); resource == "" {
 		// Validation refused it before admission ran.
 		return nil
 	}
 	owner := &user.DefaultInfo{Name: s.Spec.Owner.Username, UID: s.Spec.Owner.UID, Groups: s.Spec.Owner.Groups}
-	verb := s.Spec.AccessLevel.Group
-	if err := authz.Require(ctx, p.authorizer, attributes(owner, verb, resource, name, s.Namespace), a,
-		fmt.Sprintf("user %q may not open %q sessions to %s/%s in namespace %s: that needs the verb %q on %s.%s named %q",
-			owner.Name, verb, resource, name, s.Namespace, verb, resource, clustergate.GroupName, name)); err != nil {
+	if err := p.requireTarget(ctx, a, owner, s, ""); err != nil {
 		return err
 	}
 	requester := a.GetUserInfo()
@@ -141,9 +145,50 @@ func (p *Plugin) validateSession(ctx context.Context, a admission.Attributes, s 
 	if ownership.Is(requester, s.Spec.Owner) {
 		return nil
 	}
-	return authz.Require(ctx, p.authorizer, attributes(requester, verb, resource, name, s.Namespace), a,
-		fmt.Sprintf("user %q may not open %q sessions to %s/%s in namespace %s for %q: that needs the verb %q on %s.%s named %q",
-			requester.GetName(), verb, resource, name, s.Namespace, owner.Name, verb, resource, clustergate.GroupName, name))
+	return p.requireTarget(ctx, a, requester, s, fmt.Sprintf(" for %q", owner.Name))
+}
+
+// requireTarget asks whether u holds the access level of session s on its
+// target: the level's verb on the target's name, which covers every
+// namespace of it, or, for a scoped session, on "<name>/<namespace>" for
+// each namespace of its scope that the whole-target grant does not cover.
+// So a grant on some namespaces of a target never opens the whole of it.
+// forWhom (` for "carol"`) follows the target in the refusal of an
+// assigner. The refusal ends with what the authorizer said, of the whole
+// target first.
+func (p *Plugin) requireTarget(ctx context.Context, a admission.Attributes, u user.Info, s *clustergate.Session, forWhom string) error {
+	resource, name := target(&s.Spec.Target)
+	verb := s.Spec.AccessLevel.Group
+	allowed, why := authz.Ask(ctx, p.authorizer, attributes(u, verb, resource, name, s.Namespace))
+	if allowed {
+		return nil
+	}
+	rule := fmt.Sprintf("the verb %q on %s.%s named %q", verb, resource, clustergate.GroupName, name)
+	if s.Spec.Scope == nil {
+		return admission.NewForbidden(a, fmt.Errorf("user %q may not open %q sessions to %s/%s in namespace %s%s: that needs %s%s",
+			u.GetName(), verb, resource, name, s.Namespace, forWhom, rule, why))
+	}
+	var missing, names []string
+	for _, ns := range s.Spec.Scope.Namespaces {
+		allowed, nsWhy := authz.Ask(ctx, p.authorizer, attributes(u, verb, resource, name+"/"+ns, s.Namespace))
+		if allowed {
+			continue
+		}
+		missing = append(missing, ns)
+		names = append(names, strconv.Quote(name+"/"+ns))
+		if why == "" {
+			why = nsWhy
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	scope := "namespace "
+	if len(missing) > 1 {
+		scope = "namespaces "
+	}
+	return admission.NewForbidden(a, fmt.Errorf("user %q may not open %q sessions to %s%s of %s/%s in namespace %s%s: that needs %s, or named %s%s",
+		u.GetName(), verb, scope, strings.Join(missing, ", "), resource, name, s.Namespace, forWhom, rule, strings.Join(names, " and "), why))
 }
 
 // validateKubeconfig asks whether the requester may open admin sessions to

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -134,13 +135,100 @@ func TestSessions(t *testing.T) {
 	}
 }
 
+// scoped returns s scoped to namespaces of its target.
+func scoped(s *clustergate.Session, namespaces ...string) *clustergate.Session {
+	s.Spec.Scope = &clustergate.SessionScope{Namespaces: namespaces}
+	return s
+}
+
+// TestScopedSessions: a scoped session is allowed by the level's verb on
+// the whole target, or on "<target>/<namespace>" for each of its
+// namespaces; a namespace grant never allows an unscoped session, and the
+// refusal names the namespaces missing and the rule that would allow them.
+func TestScopedSessions(t *testing.T) {
+	prod := clustergate.SessionTarget{Shoot: &clustergate.ShootReference{Name: "prod"}}
+	grants := []grant{
+		{subject: "alice", verb: "debugger", resource: v1alpha1.ResourceShoots, name: "prod/shop"},
+		{subject: "alice", verb: "debugger", resource: v1alpha1.ResourceShoots, name: "prod/shop-db"},
+		{subject: "alice", verb: "debugger", resource: v1alpha1.ResourceClusters, name: "mc-1/shop"},
+		{subject: "sre", verb: "viewer", resource: v1alpha1.ResourceShoots},
+		{subject: "bob", verb: "debugger", resource: v1alpha1.ResourceShoots, name: "prod"},
+		{subject: "root", verb: "debugger", resource: v1alpha1.ResourceShoots, name: "prod/shop"},
+	}
+	bob := clustergate.SessionOwner{Username: "bob"}
+	root := &user.DefaultInfo{Name: "root", Groups: []string{"admins"}}
+	tests := []struct {
+		name      string
+		session   *clustergate.Session
+		requester user.Info
+		wantErr   string
+		// wantAsked are the names the authorizer is asked about, in order.
+		wantAsked []string
+	}{
+		{name: "a namespace grant", session: scoped(session("sre", alice, "debugger", prod), "shop"),
+			wantAsked: []string{"prod", "prod/shop"}},
+		{name: "a grant for each namespace", session: scoped(session("sre", alice, "debugger", prod), "shop", "shop-db"),
+			wantAsked: []string{"prod", "prod/shop", "prod/shop-db"}},
+		{name: "one namespace granted, one not", session: scoped(session("sre", alice, "debugger", prod), "shop", "cart"),
+			wantErr:   `user "alice" may not open "debugger" sessions to namespace cart of shoots/prod in namespace sre: that needs the verb "debugger" on shoots.clustergate.dev named "prod", or named "prod/cart"`,
+			wantAsked: []string{"prod", "prod/shop", "prod/cart"}},
+		{name: "no namespace granted", session: scoped(session("sre", alice, "debugger", prod), "cart", "web"),
+			wantErr:   `user "alice" may not open "debugger" sessions to namespaces cart, web of shoots/prod in namespace sre: that needs the verb "debugger" on shoots.clustergate.dev named "prod", or named "prod/cart" and "prod/web"`,
+			wantAsked: []string{"prod", "prod/cart", "prod/web"}},
+		{name: "namespace grants never open the whole target", session: session("sre", alice, "debugger", prod),
+			wantErr:   `user "alice" may not open "debugger" sessions to shoots/prod in namespace sre: that needs the verb "debugger" on shoots.clustergate.dev named "prod"`,
+			wantAsked: []string{"prod"}},
+		{name: "a namespace grant is for one target", session: scoped(session("sre", alice, "debugger", shoot), "shop"),
+			wantErr:   `may not open "debugger" sessions to namespace shop of shoots/local in namespace sre: that needs the verb "debugger" on shoots.clustergate.dev named "local", or named "local/shop"`,
+			wantAsked: []string{"local", "local/shop"}},
+		{name: "a namespace grant of a cluster", session: scoped(session("sre", alice, "debugger", cluster), "shop"),
+			wantAsked: []string{"mc-1", "mc-1/shop"}},
+		{name: "a namespace grant is for one access level", session: scoped(session("sre", alice, "admin", prod), "shop"),
+			wantErr:   `may not open "admin" sessions to namespace shop of shoots/prod`,
+			wantAsked: []string{"prod", "prod/shop"}},
+		{name: "a whole-target grant covers every namespace", session: scoped(session("sre", bob, "debugger", prod), "shop", "cart"),
+			wantAsked: []string{"prod"}},
+		{name: "a grant on every shoot covers every namespace", session: scoped(session("sre", alice, "viewer", prod), "shop"),
+			wantAsked: []string{"prod"}},
+		{name: "an assigner granted in the namespace", requester: root, session: scoped(session("sre", alice, "debugger", prod), "shop"),
+			wantAsked: []string{"prod", "prod/shop", "prod", "prod/shop"}},
+		{name: "an assigner not granted in every namespace", requester: root, session: scoped(session("sre", alice, "debugger", prod), "shop", "shop-db"),
+			wantErr:   `user "root" may not open "debugger" sessions to namespace shop-db of shoots/prod in namespace sre for "alice": that needs the verb "debugger" on shoots.clustergate.dev named "prod", or named "prod/shop-db"`,
+			wantAsked: []string{"prod", "prod/shop", "prod/shop-db", "prod", "prod/shop", "prod/shop-db"}},
+		{name: "an assigner granted for an owner who is not", requester: root, session: scoped(session("sre", clustergate.SessionOwner{Username: "carol"}, "debugger", prod), "shop"),
+			wantErr:   `user "carol" may not open "debugger" sessions to namespace shop of shoots/prod in namespace sre: that needs`,
+			wantAsked: []string{"prod", "prod/shop"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			authz := &rbac{grants: grants}
+			p := New()
+			p.SetUnconditionalAuthorizer(authz)
+			requester := tt.requester
+			if requester == nil {
+				requester = &user.DefaultInfo{Name: tt.session.Spec.Owner.Username, UID: tt.session.Spec.Owner.UID, Groups: tt.session.Spec.Owner.Groups}
+			}
+			err := p.Validate(context.Background(), request(tt.session, nil, tt.session.Namespace, "", admission.Create, requester), nil)
+			checkErr(t, err, tt.wantErr)
+			var asked []string
+			for _, a := range authz.asked {
+				asked = append(asked, a.GetName())
+			}
+			if diff := cmp.Diff(tt.wantAsked, asked); diff != "" {
+				t.Errorf("names asked about (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestKubeconfigs(t *testing.T) {
 	kubeconfig := func(shoot, secret string) *clustergate.GardenerClusterKubeconfig {
 		return &clustergate.GardenerClusterKubeconfig{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "sre"},
 			Spec: clustergate.GardenerClusterKubeconfigSpec{Shoot: clustergate.ShootReference{Name: shoot},
 				Kubeconfig: clustergate.KubeconfigTarget{Secret: clustergate.SecretKeyReference{Name: secret}}}}
 	}
-	grants := []grant{{subject: "admins", verb: "admin", resource: v1alpha1.ResourceShoots, name: "local"}, {subject: "viewers", verb: "viewer", resource: v1alpha1.ResourceShoots}}
+	grants := []grant{{subject: "admins", verb: "admin", resource: v1alpha1.ResourceShoots, name: "local"}, {subject: "viewers", verb: "viewer", resource: v1alpha1.ResourceShoots},
+		{subject: "shop-admins", verb: "admin", resource: v1alpha1.ResourceShoots, name: "local/shop"}}
 	admin := &user.DefaultInfo{Name: "ann", Groups: []string{"admins"}}
 	viewer := &user.DefaultInfo{Name: "vic", Groups: []string{"viewers"}}
 	tests := []struct {
@@ -160,6 +248,9 @@ func TestKubeconfigs(t *testing.T) {
 			wantErr: `may not keep a kubeconfig of shoots/other`},
 		{name: "spec change of the Secret is judged too", op: admission.Update, old: kubeconfig("local", "kc"), obj: kubeconfig("local", "kc2"), requester: viewer, wantAsked: 1,
 			wantErr: `may not keep a kubeconfig of shoots/local`},
+		{name: "a namespace grant is no kubeconfig grant", op: admission.Create, obj: kubeconfig("local", "kc"), wantAsked: 1,
+			requester: &user.DefaultInfo{Name: "nan", Groups: []string{"shop-admins"}},
+			wantErr:   `user "nan" may not keep a kubeconfig of shoots/local in namespace sre: that needs the verb "admin" on shoots.clustergate.dev named "local"`},
 		{name: "metadata change needs nothing", op: admission.Update, old: kubeconfig("local", "kc"), obj: kubeconfig("local", "kc"), requester: viewer},
 	}
 	for _, tt := range tests {
@@ -188,6 +279,7 @@ func TestExtensionNeedsTheTargetStill(t *testing.T) {
 	owner := &user.DefaultInfo{Name: "alice", UID: "uid-alice", Groups: []string{"sre"}}
 	tests := []struct {
 		name, group string
+		scope       []string
 		requester   user.Info
 		want        string
 	}{
@@ -197,12 +289,19 @@ func TestExtensionNeedsTheTargetStill(t *testing.T) {
 		{name: "an assigner granted", group: "viewer", requester: &user.DefaultInfo{Name: "root", Groups: []string{"sre"}}},
 		{name: "an assigner not granted", group: "viewer", requester: &user.DefaultInfo{Name: "root", Groups: []string{"admins"}},
 			want: `user "root" may not open "viewer" sessions to shoots/local in namespace sre for "alice"`},
+		{name: "the owner, still granted in the namespace", group: "debugger", scope: []string{"shop"}, requester: owner},
+		{name: "the owner, no longer granted in a namespace", group: "debugger", scope: []string{"shop", "cart"}, requester: owner,
+			want: `user "alice" may not open "debugger" sessions to namespace cart of shoots/local`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
-			p.SetUnconditionalAuthorizer(&rbac{grants: []grant{{subject: "sre", verb: "viewer", resource: v1alpha1.ResourceShoots}}})
+			p.SetUnconditionalAuthorizer(&rbac{grants: []grant{{subject: "sre", verb: "viewer", resource: v1alpha1.ResourceShoots},
+				{subject: "sre", verb: "debugger", resource: v1alpha1.ResourceShoots, name: "local/shop"}}})
 			s := session("sre", alice, tt.group, shoot)
+			if tt.scope != nil {
+				s = scoped(s, tt.scope...)
+			}
 			err := p.Validate(context.Background(), request(s, s, "sre", "extension", admission.Update, tt.requester), nil)
 			checkErr(t, err, tt.want)
 		})
@@ -210,10 +309,12 @@ func TestExtensionNeedsTheTargetStill(t *testing.T) {
 }
 
 func TestAuthorizerFailureRefuses(t *testing.T) {
-	p := New()
-	p.SetUnconditionalAuthorizer(&rbac{err: errors.New("webhook down")})
-	err := p.Validate(context.Background(), request(session("sre", alice, "viewer", shoot), nil, "sre", "", admission.Create, &user.DefaultInfo{Name: "alice"}), nil)
-	checkErr(t, err, "authorization failed: webhook down")
+	for _, s := range []*clustergate.Session{session("sre", alice, "viewer", shoot), scoped(session("sre", alice, "viewer", shoot), "shop")} {
+		p := New()
+		p.SetUnconditionalAuthorizer(&rbac{err: errors.New("webhook down")})
+		err := p.Validate(context.Background(), request(s, nil, "sre", "", admission.Create, &user.DefaultInfo{Name: "alice"}), nil)
+		checkErr(t, err, "authorization failed: webhook down")
+	}
 }
 
 func TestIgnoresOtherRequests(t *testing.T) {

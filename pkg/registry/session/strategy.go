@@ -8,6 +8,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -188,7 +189,8 @@ func Match(label labels.Selector, field fields.Selector) storage.SelectionPredic
 }
 
 // NewTableConvertor prints Sessions as NAME OWNER TARGET ACCESS EXPIRES READY
-// AGE, and with -o wide also EXPIRES-AT, APPROVAL, LAST-USED and REASON.
+// AGE, and with -o wide also SCOPE, EXPIRES-AT, APPROVAL, LAST-USED and
+// REASON.
 func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Session] {
 	return table.Convertor[*clustergate.Session]{
 		Columns: []metav1.TableColumnDefinition{
@@ -197,6 +199,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			{Name: "Access", Type: "string", Description: "Group the session's credentials carry."},
 			{Name: "Expires", Type: "string", Description: "Time left until the session expires."},
 			{Name: "Ready", Type: "string", Description: "Whether the session can be used: True, False, Unknown, or Locked while a SessionLock holds it."},
+			{Name: "Scope", Type: "string", Priority: 1, Description: "The namespaces of the target the session reaches, or " + wholeTarget + " for the whole target."},
 			{Name: "Expires-At", Type: "string", Format: "date-time", Priority: 1, Description: "When the session expires."},
 			{Name: "Approval", Type: "string", Priority: 1, Description: "The last approval's decision and approver, for sessions that need one."},
 			{Name: "Last-Used", Type: "string", Priority: 1, Description: "How long ago the session's proxy was last used, as the replicas recorded it (to about a minute), and its idle timeout."},
@@ -219,7 +222,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 					ready = v1alpha1.SessionReasonLocked
 				}
 			}
-			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, expiresAt,
+			return []any{s.Spec.Owner.Username, Target(&s.Spec.Target), s.Spec.AccessLevel.Group, expires, ready, scopeCell(s.Spec.Scope), expiresAt,
 				approvalCell(s.Status.Approvals), lastUsedCell(s, now), table.OrNone(s.Spec.Reason)}
 		},
 		Now: now,
@@ -254,6 +257,19 @@ func approvalCell(approvals []clustergate.SessionApproval) string {
 		cell += " by " + a.DecidedBy
 	}
 	return cell
+}
+
+// wholeTarget is the SCOPE of an unscoped session: every namespace, as "*"
+// is in RBAC.
+const wholeTarget = "*"
+
+// scopeCell prints a session's scope as its namespaces joined by ",", or
+// wholeTarget when it has none.
+func scopeCell(scope *clustergate.SessionScope) string {
+	if scope == nil {
+		return wholeTarget
+	}
+	return strings.Join(scope.Namespaces, ",")
 }
 
 // Target prints a session target as kind/name.

@@ -5,7 +5,9 @@ package session
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,5 +70,35 @@ func TestSelectableFields(t *testing.T) {
 				t.Errorf("%s matches %v, want %v", tt.selector, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTableScope: -o wide shows a scoped session's namespaces in SCOPE, and
+// "*" for a session that reaches its whole target.
+func TestTableScope(t *testing.T) {
+	now := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	session := func(name string, scope *clustergate.SessionScope) clustergate.Session {
+		return clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
+			Spec: clustergate.SessionSpec{Owner: clustergate.SessionOwner{Username: "alice"}, AccessLevel: clustergate.AccessLevel{Group: "debugger"},
+				Target: clustergate.SessionTarget{Shoot: &clustergate.ShootReference{Name: "prod"}}, Scope: scope}}
+	}
+	list := &clustergate.SessionList{Items: []clustergate.Session{
+		session("shop", &clustergate.SessionScope{Namespaces: []string{"shop", "shop-db"}}),
+		session("whole", nil),
+	}}
+	table, err := NewTableConvertor(func() time.Time { return now }).ConvertToTable(context.Background(), list, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := slices.IndexFunc(table.ColumnDefinitions, func(c metav1.TableColumnDefinition) bool { return c.Name == "Scope" })
+	if scope < 0 || table.ColumnDefinitions[scope].Priority != 1 {
+		t.Fatalf("columns %+v have no Scope of priority 1", table.ColumnDefinitions)
+	}
+	var got []any
+	for _, row := range table.Rows {
+		got = append(got, row.Cells[scope])
+	}
+	if diff := cmp.Diff([]any{"shop,shop-db", "*"}, got); diff != "" {
+		t.Errorf("scope cells (-want +got):\n%s", diff)
 	}
 }

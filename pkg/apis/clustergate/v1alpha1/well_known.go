@@ -152,7 +152,9 @@ const (
 // The virtual resources of clustergate.dev that name targets in
 // authorization: listed in discovery, never served. A session's access
 // level is a verb on them (AccessLevelAdmin, AccessLevelViewer or another
-// of --session-access-groups), in the session's namespace.
+// of --session-access-groups), in the session's namespace; a session
+// scoped to namespaces of its target may instead hold it on the name
+// "<target>/<namespace>" for each of them.
 const (
 	// ResourceShoots are Gardener Shoots of the server's project, by name.
 	ResourceShoots = "shoots"

@@ -103,7 +103,7 @@ func (cfg KubeconfigOptions) dataPlane(s *clustergate.Session) bool {
 
 // Kubeconfig builds the kubeconfig of a session: the data plane's path of
 // the session for an owner the data plane names, the aggregated proxy
-// otherwise.
+// otherwise; in the first namespace of a scoped session.
 func Kubeconfig(s *clustergate.Session, cfg KubeconfigOptions) ([]byte, error) {
 	name := fmt.Sprintf("session-%s-%s", s.Namespace, s.Name)
 	kc := clientcmdapi.NewConfig()
@@ -128,6 +128,11 @@ func Kubeconfig(s *clustergate.Session, cfg KubeconfigOptions) ([]byte, error) {
 	}
 	kc.AuthInfos[name] = user
 	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	// A scoped session reaches only its namespaces: kubectl starts in the
+	// first, rather than in default, where it would be refused.
+	if s.Spec.Scope != nil && len(s.Spec.Scope.Namespaces) > 0 {
+		kc.Contexts[name].Namespace = s.Spec.Scope.Namespaces[0]
+	}
 	kc.CurrentContext = name
 	return clientcmd.Write(*kc)
 }

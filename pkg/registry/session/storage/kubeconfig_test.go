@@ -72,3 +72,33 @@ func TestKubeconfig(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeconfigNamespace: the kubeconfig of a scoped session starts in its
+// first namespace, so that kubectl get pods lands in scope; an unscoped
+// session's leaves kubectl's default.
+func TestKubeconfigNamespace(t *testing.T) {
+	tests := []struct {
+		name  string
+		scope *clustergate.SessionScope
+		want  string
+	}{
+		{name: "unscoped"},
+		{name: "scoped", scope: &clustergate.SessionScope{Namespaces: []string{"shop", "shop-db"}}, want: "shop"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "sre", Name: "fix-etcd"}, Spec: clustergate.SessionSpec{Scope: tt.scope}}
+			data, err := Kubeconfig(s, KubeconfigOptions{ExternalURL: "https://cp.example"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kc, err := clientcmd.Load(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := kc.Contexts[kc.CurrentContext].Namespace; got != tt.want {
+				t.Errorf("context namespace = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
