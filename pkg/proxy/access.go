@@ -188,10 +188,10 @@ func (c *accessCheck) scope() error {
 			return nil
 		}
 		return c.outOfScope(what + " in namespace " + info.Namespace)
+	case info.Subresource == "proxy" || info.Verb == "proxy":
+		return c.outOfScope(what + ": the proxy of a cluster-scoped resource reaches beyond its namespaces, a node's the pods of every namespace")
 	case !readVerbs.Has(info.Verb):
 		return c.outOfScope(what + ": a scoped session does not write cluster-scoped resources")
-	case info.Subresource == "proxy":
-		return c.outOfScope(what + ": the proxy of a cluster-scoped resource reaches beyond its namespaces, a node's the pods of every namespace")
 	}
 	all, listed, err := c.allNamespaces()
 	switch {
