@@ -62,7 +62,6 @@ func (r *Tracker) checkAccess(ctx context.Context, t Target, tr *targetRequest) 
 	if !rules && len(t.Scope) == 0 {
 		return nil
 	}
-	c := &accessCheck{ctx: ctx, tracker: r, target: t}
 	info, err := tr.requestInfo()
 	if err != nil {
 		// Only a path the target answers with 404 fails to parse; not
@@ -79,7 +78,7 @@ func (r *Tracker) checkAccess(ctx context.Context, t Target, tr *targetRequest) 
 		// decides.
 		return nil
 	}
-	c.info = info
+	c := &accessCheck{ctx: ctx, tracker: r, target: t, info: info}
 	if rules {
 		if err := c.denyRules(); err != nil {
 			return err
