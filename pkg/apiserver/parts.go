@@ -58,6 +58,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 	if p.recorder != nil {
 		p.tracker.RecordWith(p.recorder)
 	}
+	p.tracker.EnforceAccess(extra.SessionAccess)
 	if extra.Standalone {
 		return p, nil
 	}

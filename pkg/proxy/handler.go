@@ -36,9 +36,14 @@ type Target struct {
 	Owner string
 	// Reason is the session's justification, logged with every request.
 	Reason string
-	// TargetName names the session's target in recordings, e.g.
-	// "shoot/local".
+	// TargetName names the session's target in recordings and deny
+	// rules, e.g. "shoot/local".
 	TargetName string
+	// Level is the session's access level, which deny rules match.
+	Level string
+	// Scope are the namespaces the session is scoped to; empty is the
+	// whole target.
+	Scope []string
 	// ExpiresAt ends every connection of the session.
 	ExpiresAt time.Time
 	// IdleAt, the session's idle deadline as read (zero: none), ends them
@@ -141,12 +146,17 @@ type proxiedRequest struct {
 }
 
 // open admits a request to the tracker, within the session's and the
-// owner's limits, and logs it. Under --recording=required, a request that
-// cannot be recorded is refused first: it takes no place and is no use of
-// the session.
+// owner's limits, and logs it. A request outside the session's scope or
+// held by a deny rule, and under --recording=required one that cannot be
+// recorded, is refused first: it takes no place and is no use of the
+// session.
 func (r *Tracker) open(t Target, path string, w http.ResponseWriter, req *http.Request) (*proxiedRequest, error) {
 	start := r.clock.Now()
-	inspected, err := r.inspectFor(req, path)
+	tr := &targetRequest{req: req, path: path}
+	if err := r.checkAccess(req.Context(), t, tr); err != nil {
+		return nil, err
+	}
+	inspected, err := r.inspectFor(tr)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +176,7 @@ func (r *Tracker) open(t Target, path string, w http.ResponseWriter, req *http.R
 	}
 	openRequests.Inc()
 	p := &proxiedRequest{tracker: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body}, inspected: inspected}
-	p.longRunning, p.watch = classify(req, path)
+	p.longRunning, p.watch = classify(tr)
 	upgrade := strings.ToLower(req.Header.Get("Upgrade"))
 	p.cw = &connWriter{ResponseWriter: w, framed: upgrade == "websocket" || strings.HasPrefix(upgrade, "spdy/"),
 		ended: func() error {
@@ -321,7 +331,10 @@ func sessionEnd(ctx context.Context) error {
 
 // statusFor turns a refusal of the tracker into a Status error.
 func statusFor(err error, t Target) error {
+	var refusal *accessRefusal
 	switch {
+	case errors.As(err, &refusal):
+		return refusal.StatusError
 	case errors.Is(err, ErrTooManyForSession), errors.Is(err, ErrTooManyForOwner):
 		return apierrors.NewTooManyRequests(err.Error(), 1)
 	case errors.Is(err, ErrExpired), errors.Is(err, ErrIdle):

@@ -22,32 +22,59 @@ var (
 	longRunningSubresources = sets.New("attach", "exec", "portforward", "proxy")
 )
 
+// newRequestInfo parses a request as the target sees it; a variable, so
+// that tests count how often a request is parsed.
+var newRequestInfo = targetRequestInfo.NewRequestInfo
+
+// targetRequest is a proxied request as its target sees it: the caller's
+// request, the path on the target, and their RequestInfo, parsed at most
+// once, by the first step that needs it (long-running, recording, the
+// session's scope and the deny rules), and not at all by a request none of
+// them needs to look into.
+type targetRequest struct {
+	req  *http.Request
+	path string
+
+	parsed bool
+	info   *request.RequestInfo
+	err    error
+}
+
+// requestInfo is the RequestInfo of the request on the target, as the
+// target authorizes it.
+func (tr *targetRequest) requestInfo() (*request.RequestInfo, error) {
+	if !tr.parsed {
+		tr.parsed = true
+		target := &http.Request{Method: tr.req.Method, URL: &url.URL{Path: "/" + strings.TrimPrefix(tr.path, "/"), RawQuery: tr.req.URL.RawQuery}}
+		tr.info, tr.err = newRequestInfo(target)
+	}
+	return tr.info, tr.err
+}
+
 // LongRunning says whether a proxied request to path on the target is
 // long-running: a watch, an exec, attach, port-forward or proxy, a followed
 // log, or any upgrade. The request timeout does not cut such requests; the
 // proxy bounds them when their session ends.
 func LongRunning(req *http.Request, path string) bool {
-	longRunning, _ := classify(req, path)
+	longRunning, _ := classify(&targetRequest{req: req, path: path})
 	return longRunning
 }
 
-// classify is LongRunning, and whether the request is a watch, read from
-// the target's request info once.
-func classify(req *http.Request, path string) (longRunning, watch bool) {
-	if httpstream.IsUpgradeRequest(req) {
+// classify is LongRunning, and whether the request is a watch.
+func classify(tr *targetRequest) (longRunning, watch bool) {
+	if httpstream.IsUpgradeRequest(tr.req) {
 		return true, false
 	}
-	if plainRequest(req.URL.RawQuery, path) {
+	if plainRequest(tr.req.URL.RawQuery, tr.path) {
 		return false, false
 	}
-	return classifyByInfo(req, path)
+	return classifyByInfo(tr)
 }
 
 // classifyByInfo is classify for a request that is not an upgrade, from
 // the RequestInfo of the request on the target.
-func classifyByInfo(req *http.Request, path string) (longRunning, watch bool) {
-	target := &http.Request{Method: req.Method, URL: &url.URL{Path: "/" + strings.TrimPrefix(path, "/"), RawQuery: req.URL.RawQuery}}
-	info, err := targetRequestInfo.NewRequestInfo(target)
+func classifyByInfo(tr *targetRequest) (longRunning, watch bool) {
+	info, err := tr.requestInfo()
 	if err != nil {
 		return false, false
 	}
@@ -57,7 +84,7 @@ func classifyByInfo(req *http.Request, path string) (longRunning, watch bool) {
 	case longRunningSubresources.Has(info.Subresource):
 		return true, false
 	case info.Subresource == "log":
-		return queryTrue(req.URL.Query(), "follow"), false
+		return queryTrue(tr.req.URL.Query(), "follow"), false
 	}
 	return false, false
 }

@@ -26,7 +26,7 @@ func TestPlainRequest(t *testing.T) {
 	for _, path := range paths {
 		for _, query := range queries {
 			req := httptest.NewRequest("GET", "/proxy"+path+"?"+query, nil)
-			if longRunning, _ := classifyByInfo(req, path); longRunning && plainRequest(req.URL.RawQuery, path) {
+			if longRunning, _ := classifyByInfo(&targetRequest{req: req, path: path}); longRunning && plainRequest(req.URL.RawQuery, path) {
 				t.Errorf("%s?%s is long-running, but told plain", path, query)
 			}
 		}

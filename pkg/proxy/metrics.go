@@ -23,9 +23,14 @@ var (
 	}, []string{"reason"})
 	refusedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "proxy", Name: "refused_requests_total",
-		Help:           "Proxied requests refused by this replica's connection tracker, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit, stopping, unrecordable).",
+		Help:           "Proxied requests refused by this replica's connection tracker, by reason (expired, idle, deleted, not_ready, locked, session_limit, owner_limit, stopping, unrecordable, scope, deny, discovery).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
+	deniedRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "clustergate", Subsystem: "proxy", Name: "denied_requests_total",
+		Help:           "Proxied requests refused by a deny rule of --session-access-config, by the rule's name.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"rule"})
 )
 
 // completedRequests is closedRequests' series of the requests that ran
@@ -34,7 +39,7 @@ var (
 var completedRequests metrics.CounterMetric
 
 func init() {
-	legacyregistry.MustRegister(openRequests, closedRequests, refusedRequests)
+	legacyregistry.MustRegister(openRequests, closedRequests, refusedRequests, deniedRequests)
 	// Every series exists from the start at zero, so that rate() and
 	// increase() count the first request of each reason too.
 	for _, err := range []error{nil, ErrExpired, ErrIdle, ErrDeleted, ErrNotReady} {
@@ -43,6 +48,9 @@ func init() {
 	completedRequests = closedRequests.WithLabelValues(reasonLabel(nil))
 	for _, err := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrTooManyForSession, ErrTooManyForOwner, errUnrecordable} {
 		refusedRequests.WithLabelValues(reasonLabel(err))
+	}
+	for _, reason := range []string{reasonScope, reasonDeny, reasonDiscovery} {
+		refusedRequests.WithLabelValues(reason)
 	}
 }
 
@@ -59,7 +67,10 @@ func countClosed(cause error) {
 // reasonLabel names why a connection ended or was refused, for metrics;
 // nil is a connection that ran its course.
 func reasonLabel(err error) string {
+	var refusal *accessRefusal
 	switch {
+	case errors.As(err, &refusal):
+		return refusal.reason
 	case err == nil:
 		return "completed"
 	case errors.Is(err, ErrExpired):

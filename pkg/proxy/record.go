@@ -63,13 +63,13 @@ type inspection struct {
 // pods/<name>/proxy or services/<name>/proxy passes: it is in the request
 // log, and its body, which could hold a command for a server behind it, is
 // not recorded (docs/security.md).
-func inspect(req *http.Request, path string) inspection {
+func inspect(tr *targetRequest) inspection {
+	req := tr.req
 	upgrade := httpstream.IsUpgradeRequest(req)
-	target := &http.Request{Method: req.Method, URL: &url.URL{Path: "/" + strings.TrimPrefix(path, "/"), RawQuery: req.URL.RawQuery}}
-	info, err := targetRequestInfo.NewRequestInfo(target)
+	info, err := tr.requestInfo()
 	if err != nil || !info.IsResourceRequest || len(info.Parts) == 0 {
 		if upgrade {
-			return inspection{unrecordable: "an upgraded stream to " + target.URL.Path}
+			return inspection{unrecordable: "an upgraded stream to " + info.Path}
 		}
 		return inspection{}
 	}
@@ -147,15 +147,15 @@ func mayRunCommands(path string) bool {
 // recorder; an upgrade always; a plain request only under
 // --recording=required, which it may refuse with an error wrapping
 // errUnrecordable.
-func (r *Tracker) inspectFor(req *http.Request, path string) (inspection, error) {
+func (r *Tracker) inspectFor(tr *targetRequest) (inspection, error) {
 	rec := r.recorder
 	if rec == nil {
 		return inspection{}, nil
 	}
-	if !httpstream.IsUpgradeRequest(req) && (!rec.Required() || !mayRunCommands(path)) {
+	if !httpstream.IsUpgradeRequest(tr.req) && (!rec.Required() || !mayRunCommands(tr.path)) {
 		return inspection{}, nil
 	}
-	seen := inspect(req, path)
+	seen := inspect(tr)
 	if seen.unrecordable != "" && rec.Required() {
 		return seen, fmt.Errorf("%s %w", seen.unrecordable, errUnrecordable)
 	}

@@ -109,11 +109,19 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// recordingProxy serves the tracker with refusals written as Status.
+// recordingProxy serves a tracker that records with rec, with refusals
+// written as Status.
 func recordingProxy(t testing.TB, rec *recording.Recorder, tgt Target) string {
 	t.Helper()
 	r := NewTracker(clock.RealClock{}, Limits{})
 	r.RecordWith(rec)
+	return serveProxy(t, r, tgt)
+}
+
+// serveProxy serves r's requests to tgt below /proxy, with refusals
+// written as Status, at the ws:// URL it returns.
+func serveProxy(t testing.TB, r *Tracker, tgt Target) string {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.Handler(tgt, strings.TrimPrefix(req.URL.Path, "/proxy"), &responder{w: w}).ServeHTTP(w, req)
 	}))

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
@@ -71,6 +72,10 @@ type Tracker struct {
 	// recorder records streams and requests (record.go); nil records
 	// nothing.
 	recorder *recording.Recorder
+	// access holds the deny rules (access.go); nil holds none. discovery
+	// tells the namespaced resources of targets, for scopes and rules.
+	access    *sessionaccess.Configuration
+	discovery *discovery
 	// stopping is set by Stop: every connection is refused.
 	stopping bool
 }
@@ -98,7 +103,7 @@ type openConn struct {
 // NewTracker returns an empty tracker.
 func NewTracker(clk clock.WithDelayedExecution, limits Limits) *Tracker {
 	return &Tracker{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{},
-		extended: map[types.UID]time.Time{}, idle: map[types.UID]time.Time{}}
+		extended: map[types.UID]time.Time{}, idle: map[types.UID]time.Time{}, discovery: newDiscovery(clk)}
 }
 
 // Open registers a connection of a session. The returned context is

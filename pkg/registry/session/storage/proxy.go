@@ -132,9 +132,12 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	session.AuditReason(ctx, s)
 	target := proxy.Target{
 		UID: s.UID, Namespace: s.Namespace, Name: s.Name, Owner: s.Spec.Owner.Username, Reason: s.Spec.Reason,
-		TargetName: session.Target(&s.Spec.Target),
-		ExpiresAt:  s.Status.ExpiresAt.Time, ResourceVersion: s.ResourceVersion,
+		TargetName: session.Target(&s.Spec.Target), Level: s.Spec.AccessLevel.Group,
+		ExpiresAt: s.Status.ExpiresAt.Time, ResourceVersion: s.ResourceVersion,
 		Backend: backend.URL, Transport: backend.Transport, Way: way, Subject: &subject,
+	}
+	if s.Spec.Scope != nil {
+		target.Scope = s.Spec.Scope.Namespaces
 	}
 	if idleAt, ok := v1alpha1.InternalIdleDeadline(s); ok {
 		target.IdleAt = idleAt
