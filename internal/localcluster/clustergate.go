@@ -44,6 +44,16 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		v1alpha1.LabelClusterTarget+"=true"); err != nil {
 		return err
 	}
+	// The namespaced meaning of the example's debugger level, on the shoot
+	// that sessions reach both as a Shoot and as a cluster target.
+	if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "apply", "-f",
+		filepath.Join(cp.opts.RepoRoot, "artifacts", "examples", "debugger-clusterrole.yaml")); err != nil {
+		return err
+	}
+	accessConfig := cp.opts.SessionAccessConfig
+	if accessConfig == "" {
+		accessConfig = filepath.Join(cp.opts.RepoRoot, "artifacts", "examples", "session-access.yaml")
+	}
 	dataPlane, err := cp.setUpDataPlane(ctx)
 	if err != nil {
 		return err
@@ -65,6 +75,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		"--gardener-kubeconfig=" + kubeconfig,
 		"--gardener-project=" + Project,
 		"--namespace=clustergate-system",
+		"--session-access-config=" + accessConfig,
 		// Session kubeconfigs point at the garden kube-apiserver.
 		"--external-url=" + cp.GardenURL,
 		"--external-ca-file=" + cp.certs.gardenCA.CertFile,

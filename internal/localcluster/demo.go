@@ -22,6 +22,10 @@ const DemoNamespace = "demo"
 // so that it runs the guide against what users get.
 var DemoClustergateArgs = []string{"--session-approval-groups=admin"}
 
+// DemoScopedNamespace is the namespace of the shoot in which alice may
+// open sessions of the level debugger (artifacts/examples/session-access.yaml).
+const DemoScopedNamespace = "shop"
+
 // DemoSREUser is the data plane's name of the service account DemoSRE, the
 // owner of the data-plane example session.
 const DemoSREUser = DataPlaneUserPrefix + "system:serviceaccount:" + DemoNamespace + ":" + DemoSRE
@@ -75,6 +79,9 @@ func (cp *ControlPlane) Demo(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := cp.demoScope(ctx, admin); err != nil {
+		return err
+	}
 	if err := admin("create", "serviceaccount", DemoSRE); err != nil {
 		return err
 	}
@@ -125,6 +132,20 @@ func (cp *ControlPlane) Demo(ctx context.Context) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(cp.opts.Dir, forSREKubeconfig), forSREConfig, 0o600)
+}
+
+// demoScope lets alice open debugger sessions in DemoScopedNamespace of
+// the shoot, which it creates, and nowhere else: a grant on the name
+// <shoot>/<namespace> of the virtual resource shoots.
+func (cp *ControlPlane) demoScope(ctx context.Context, admin func(...string) error) error {
+	if _, err := cp.Kubectl(ctx, cp.ShootKubeconfig, nil, "create", "namespace", DemoScopedNamespace); err != nil {
+		return err
+	}
+	if err := admin("create", "role", "shop-debugger", "--verb=debugger", "--resource=shoots.clustergate.dev",
+		"--resource-name="+Shoot+"/"+DemoScopedNamespace); err != nil {
+		return err
+	}
+	return admin("create", "rolebinding", "alice-shop-debugger", "--role=shop-debugger", "--user=alice")
 }
 
 // forSRE creates the data plane's example session.

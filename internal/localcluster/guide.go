@@ -59,6 +59,10 @@ type GuideValues struct {
 	// (INSTALLED=1 make run) applies the HA layout without the data-plane
 	// component, which needs Istio.
 	NoDataPlane bool
+	// NoAccessConfig leaves least privilege out: the installed way runs
+	// without make run's --session-access-config, so without the debugger
+	// level and the deny rules.
+	NoAccessConfig bool
 }
 
 // READMEGuideValues are `make run`'s values, with which README.md shows the
@@ -72,7 +76,7 @@ func (cp *ControlPlane) GuideValues() GuideValues {
 	if err != nil || strings.HasPrefix(dir, "..") {
 		dir = cp.opts.Dir
 	}
-	return GuideValues{Dir: filepath.ToSlash(dir), NoDataPlane: cp.opts.Installed}
+	return GuideValues{Dir: filepath.ToSlash(dir), NoDataPlane: cp.opts.Installed, NoAccessConfig: cp.opts.Installed}
 }
 
 // Guide is what to type next on a control plane that runs with
@@ -133,7 +137,7 @@ carries no credential, only an exec plugin that fetches the account's token:`,
 				Promise: Promise{Says: []string{`"kind": "Namespace"`, `"name": "kube-system"`}}},
 		}...)
 	}
-	return append(steps, []Step{
+	steps = append(steps, []Step{
 		{Section: "Admin sessions wait for approval (--session-approval-groups=admin); with the plugin:",
 			Command: "export PATH=$PWD/_output/bin:$PATH", Comment: "kubectl finds kubectl-session here"},
 		{Command: "ALICE=" + alice + " BOB=" + bob, Comment: "their kubeconfigs"},
@@ -151,8 +155,32 @@ carries no credential, only an exec plugin that fetches the account's token:`,
 			Promise: Promise{Says: []string{"fix", "Approved by bob", "INC-1"}}},
 		{Command: "kubectl session extend fix 10m" + asAlice, Comment: "waits for approval again",
 			Promise: Promise{Says: []string{"extension by 10m0s waits for approval"}}},
-		{Command: "kubectl session revoke fix" + asAlice, Comment: "ends it, and every connection through it",
-			Promise: Promise{Says: []string{"session fix revoked"}}},
+	}...)
+	if !v.NoAccessConfig {
+		steps = append(steps, Step{Command: "kubectl --kubeconfig " + v.Dir + "/fix.kubeconfig -n kube-system get secrets",
+			Comment: "403 even for admin: the deny rule no-secrets-in-kube-system",
+			Promise: Promise{Refused: true, Says: []string{"denied by clustergate rule no-secrets-in-kube-system"}}})
+	}
+	steps = append(steps, Step{Command: "kubectl session revoke fix" + asAlice, Comment: "ends it, and every connection through it",
+		Promise: Promise{Says: []string{"session fix revoked"}}})
+	if v.NoAccessConfig {
+		return steps
+	}
+	return append(steps, []Step{
+		{Section: `Least privilege (make run's --session-access-config is artifacts/examples/session-access.yaml):
+alice may open the level debugger (pods, their logs and exec) in namespace ` + DemoScopedNamespace + ` of the shoot, and nothing else:`,
+			Command: "kubectl session open shoot/local" + asAlice + " --access debugger --namespaces " + DemoScopedNamespace +
+				" --ttl 15m --name shop --wait --kubeconfig-out " + v.Dir + "/shop.kubeconfig",
+			Comment: "Ready at once: debugger needs no approval", Promise: Promise{Says: []string{"kubeconfig written to " + v.Dir + "/shop.kubeconfig"}}},
+		{Command: "kubectl --kubeconfig " + v.Dir + "/shop.kubeconfig get pods", Comment: "in " + DemoScopedNamespace + ", the kubeconfig's namespace",
+			Promise: Promise{Says: []string{"No resources found in " + DemoScopedNamespace + " namespace"}}},
+		{Command: "kubectl --kubeconfig " + v.Dir + "/shop.kubeconfig get pods -A", Comment: "403 from clustergate, before the shoot sees it",
+			Promise: Promise{Refused: true, Says: []string{"is scoped to namespaces " + DemoScopedNamespace}}},
+		{Command: "kubectl --kubeconfig " + v.Dir + "/shop.kubeconfig get secrets", Comment: "403 from the shoot's RBAC: debugger reads no Secrets",
+			Promise: Promise{Refused: true, Says: []string{`cannot list resource "secrets"`}}},
+		{Command: "kubectl session open shoot/local" + asAlice + " --access debugger --namespaces default --ttl 15m",
+			Comment: "403: alice may not open debugger in default",
+			Promise: Promise{Refused: true, Says: []string{`may not open "debugger" sessions to namespace default`}}},
 	}...)
 }
 

@@ -44,6 +44,10 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// ClustergateArgs are added to clustergate-apiserver's flags.
 	ClustergateArgs []string
+	// SessionAccessConfig is clustergate's --session-access-config; empty
+	// is the shipped example, artifacts/examples/session-access.yaml, whose
+	// debugger level's ClusterRole the shoot gets.
+	SessionAccessConfig string
 	// ClustergateMemoryLimit, when set, runs clustergate-apiserver as in a
 	// container with this memory limit in bytes: with the Go soft memory
 	// limit pkg/memlimit derives from it.

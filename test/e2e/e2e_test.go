@@ -40,7 +40,7 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	lifecycleArgs, err := lifecycleSetup(bin, filepath.Join(root, "_output", "e2e-audit"))
+	lifecycleArgs, accessConfig, err := lifecycleSetup(root, bin, filepath.Join(root, "_output", "e2e-audit"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
@@ -52,8 +52,9 @@ func run(m *testing.M) int {
 		RepoRoot: root,
 		Logf:     func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 		// Replicas share the garden etcd, so a test can add one.
-		SharedEtcd:      true,
-		ClustergateArgs: lifecycleArgs,
+		SharedEtcd:          true,
+		ClustergateArgs:     lifecycleArgs,
+		SessionAccessConfig: accessConfig,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: starting the control plane:", err)

@@ -16,9 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
 
 // Sessions of the access group breakglass wait for approval on the e2e
@@ -34,13 +36,15 @@ var auditLog string
 
 // lifecycleSetup puts bin, with kubectl-session, on the PATH, so that
 // kubectl finds the plugin as a user's would, and returns the flags of
-// clustergate for the lifecycle tests, with an audit policy and log in dir.
-func lifecycleSetup(bin, dir string) ([]string, error) {
+// clustergate for the lifecycle tests, with an audit policy and log in dir,
+// and its --session-access-config: the shipped one of the checkout at root
+// with one more level.
+func lifecycleSetup(root, bin, dir string) (args []string, accessConfig string, err error) {
 	if err := os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH")); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	policy := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(policy, []byte(`apiVersion: audit.k8s.io/v1
@@ -50,19 +54,33 @@ rules:
 - level: Metadata
   resources: [{group: clustergate.dev, resources: [sessions/proxy, sessions/approval, sessions/extension]}]
 `), 0o600); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	auditLog = filepath.Join(dir, "audit.log")
 	if err := os.Remove(auditLog); err != nil && !os.IsNotExist(err) {
-		return nil, err
+		return nil, "", err
+	}
+	// The shipped levels and deny rules, and a level of the tests' own
+	// that needs approval.
+	access, err := sessionaccess.Load(filepath.Join(root, "artifacts", "examples", "session-access.yaml"))
+	if err != nil {
+		return nil, "", err
+	}
+	access.Levels = append(access.Levels, sessionaccess.Level{Name: approvalGroup, Group: approvalGroup})
+	accessYAML, err := yaml.Marshal(access)
+	if err != nil {
+		return nil, "", err
+	}
+	accessConfig = filepath.Join(dir, "session-access.yaml")
+	if err := os.WriteFile(accessConfig, accessYAML, 0o600); err != nil {
+		return nil, "", err
 	}
 	return []string{
-		"--session-access-groups=admin,viewer," + approvalGroup,
 		"--session-approval-groups=" + approvalGroup,
 		"--session-approval-timeout=" + approvalTimeout.String(),
 		"--session-lock-retention=" + lockRetention.String(),
 		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json",
-	}, nil
+	}, accessConfig, nil
 }
 
 // grantBreakglass lets user open breakglass sessions to every cluster target
