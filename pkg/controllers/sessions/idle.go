@@ -16,7 +16,7 @@ import (
 // timeout: it ends like an expired one, but stays until its expiry so that
 // its owner and the auditors see why it ended. First its conditions say
 // Idle (the status write every replica's connection tracker reacts to, with the
-// event), then its credentials are removed; the CSR and the policy of a
+// event), then its RoleBindings and its credentials are removed; the CSR and the policy of a
 // session go with the session at its expiry, as they are no credentials
 // and let nothing through once the proxy refuses it.
 func idleAction(o Observed, untilExpiry time.Duration) Action {
@@ -31,6 +31,12 @@ func idleAction(o Observed, untilExpiry time.Duration) Action {
 	// Once marked, the message stays as written, even if a use recorded
 	// late moved lastUsedAt.
 	idle := credentialsFalse(v1alpha1.SessionReasonIdle, ready.Message)
+	// A scoped session's RoleBindings go first, while its target is
+	// reached; one that cannot be reached now keeps them until the
+	// session's end.
+	if b := o.Bindings.all(); len(b) > 0 {
+		return Action{Type: DeleteBinding, Binding: b[0]}
+	}
 	if o.Credentials != nil {
 		return Action{Type: DeleteCredentials}
 	}

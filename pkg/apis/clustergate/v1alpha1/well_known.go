@@ -39,6 +39,22 @@ const (
 	SessionReasonCredentialsPending = "CredentialsNotReady"
 )
 
+// Reasons of a scoped session's ScopeReady condition, besides the target's
+// own (TargetUnreachable, TargetForbidden, ...), AccessLevelUnsupported and
+// Idle.
+const (
+	// SessionReasonBound: the RoleBindings exist in every namespace.
+	SessionReasonBound = "Bound"
+	// SessionReasonBinding: some RoleBindings are yet to be made.
+	SessionReasonBinding = "Binding"
+	// SessionReasonNamespaceNotFound: a namespace of the scope does not
+	// exist on the target (or is being deleted).
+	SessionReasonNamespaceNotFound = "NamespaceNotFound"
+	// SessionReasonClusterRoleNotFound: the level's namespacedClusterRole
+	// does not exist on the target.
+	SessionReasonClusterRoleNotFound = "ClusterRoleNotFound"
+)
+
 // KubeconfigConditionReady is the condition of a GardenerClusterKubeconfig.
 const KubeconfigConditionReady = "KubeconfigReady"
 
