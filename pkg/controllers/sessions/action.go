@@ -3,10 +3,13 @@
 
 // Package sessions holds the controller that gives each Session its
 // credentials (a client certificate for the owner, signed through the
-// target's CSR API: a cluster target's or a Shoot's) and its Istio
-// AuthorizationPolicy, renews credentials that would expire before the
-// session, keeps its conditions, and ends it at expiresAt: the session is
-// deleted, and its finalizer removes the credentials, the CSR and the policy.
+// target's CSR API: a cluster target's or a Shoot's), its Istio
+// AuthorizationPolicy and, when it is scoped to namespaces, its RoleBindings
+// on the target, renews credentials that would expire before the session,
+// keeps its conditions, and ends it at expiresAt: the session is deleted,
+// and its finalizer removes the RoleBindings, then the credentials, the CSR
+// and the policy. The leader also sweeps the RoleBindings of sessions that
+// are gone from the targets it knows.
 //
 // Each pass computes the single next action from what it observes
 // (NextAction, a pure function tested as data) and performs it. The state of

@@ -15,10 +15,11 @@ import (
 // idleAction is the next step for a session that went unused for its idle
 // timeout: it ends like an expired one, but stays until its expiry so that
 // its owner and the auditors see why it ended. First its conditions say
-// Idle (the status write every replica's connection tracker reacts to, with the
-// event), then its RoleBindings and its credentials are removed; the CSR and the policy of a
-// session go with the session at its expiry, as they are no credentials
-// and let nothing through once the proxy refuses it.
+// Idle (the status write every replica's connection tracker reacts to,
+// with the event), then a scoped session's RoleBindings and its credentials
+// are removed; the CSR and the policy of a session go with the session at
+// its expiry, as they are no credentials and let nothing through once the
+// proxy refuses it.
 func idleAction(o Observed, untilExpiry time.Duration) Action {
 	s := o.Session
 	ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady)

@@ -10,8 +10,8 @@ package v1alpha1
 
 // Finalizers the server's controllers put on their objects.
 const (
-	// SessionFinalizer holds a deleted Session until its credentials, CSR
-	// and policy are gone.
+	// SessionFinalizer holds a deleted Session until its RoleBindings (of
+	// a scoped session), credentials, CSR and policy are gone.
 	SessionFinalizer = "clustergate.dev/session-cleanup"
 	// KubeconfigFinalizer holds a deleted GardenerClusterKubeconfig until
 	// its Secret is gone.
