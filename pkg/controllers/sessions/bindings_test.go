@@ -355,3 +355,40 @@ func TestApplyBindingFailure(t *testing.T) {
 		t.Errorf("failure %+v", got)
 	}
 }
+
+// TestScopeEvents: a change of ScopeReady is an event on the Session, a
+// warning when something holds the bindings up; the plain progress of
+// Binding is none, and an unchanged condition is not repeated.
+func TestScopeEvents(t *testing.T) {
+	scope := func(status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: v1alpha1.SessionConditionScopeReady, Status: status, Reason: reason, Message: msg}
+	}
+	missing := scope(metav1.ConditionFalse, v1alpha1.SessionReasonNamespaceNotFound, "namespaces of the session's scope do not exist on the target: db")
+	for _, tt := range []struct {
+		name    string
+		was     []metav1.Condition
+		written metav1.Condition
+		want    string
+	}{
+		{name: "a namespace missing: a warning", written: missing,
+			want: "Warning NamespaceNotFound namespaces of the session's scope do not exist on the target: db"},
+		{name: "bound", written: scope(metav1.ConditionTrue, v1alpha1.SessionReasonBound, "ClusterRole edit is bound"),
+			want: "Normal Bound ClusterRole edit is bound"},
+		{name: "binding: no event", written: scope(metav1.ConditionFalse, v1alpha1.SessionReasonBinding, "binding")},
+		{name: "unchanged: no event", was: []metav1.Condition{missing}, written: missing},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scopedSession(func(s *v1alpha1.Session) { s.Status.Conditions = tt.was })
+			f := newPerformFixture(t, s, nil, created, nil)
+			f.controller.recordScope(s, []metav1.Condition{tt.written})
+			var got string
+			select {
+			case got = <-f.recorder.Events:
+			default:
+			}
+			if got != tt.want {
+				t.Errorf("event %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
