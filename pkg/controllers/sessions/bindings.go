@@ -135,7 +135,9 @@ func (c *Controller) observeBindings(ctx context.Context, t *target, s *v1alpha1
 			b.Stale = append(b.Stale, key)
 		}
 	}
-	if !scopable || s.DeletionTimestamp != nil {
+	// Only a session that is to have its bindings needs to know what
+	// keeps them from being made.
+	if !scopable || s.DeletionTimestamp != nil || v1alpha1.SessionStateAt(s, now) == v1alpha1.SessionIdle {
 		return b
 	}
 	missing := b.missing(s)

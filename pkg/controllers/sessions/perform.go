@@ -166,6 +166,7 @@ func (c *Controller) applyBinding(ctx context.Context, o Observed, t *target, na
 	_, err := t.kube.RbacV1().RoleBindings(namespace).Apply(ctx, desiredBinding(s, o.Level.NamespacedClusterRole, namespace),
 		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err == nil {
+		c.bindingFailures.Forget(s.UID)
 		return nil
 	}
 	problem := targetProblem(err)
