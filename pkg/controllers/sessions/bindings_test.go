@@ -227,6 +227,12 @@ func TestObserveBindings(t *testing.T) {
 			session: s, objects: []runtime.Object{editRole, namespace("web"), namespace("db")}, failed: true,
 			want:    BindingsState{Observed: true, Problem: &TargetProblem{Reason: v1alpha1.SessionReasonTargetForbidden}, RetryAt: created.Add(time.Second)},
 			wantMsg: "binding ClusterRole edit in namespace web: forbidden"},
+		{name: "idle: its bindings are found to be removed, nothing else asked",
+			session: scopedSession(func(s *v1alpha1.Session) {
+				s.Status.Conditions = []metav1.Condition{{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonIdle}}
+			}),
+			objects: []runtime.Object{roleBinding(s, "web", "edit")},
+			want:    BindingsState{Observed: true, Current: []types.NamespacedName{binding("web")}}},
 		{name: "deleted: every binding of the name is stale, nothing else asked",
 			session: scopedSession(deleted), objects: []runtime.Object{roleBinding(s, "web", "edit"), roleBinding(older, "db", "edit")},
 			want: BindingsState{Observed: true, Stale: []types.NamespacedName{binding("db"), binding("web")}}},
