@@ -184,6 +184,10 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		}
 		return nil
 	})
+	// The session controller mints the groups and binds the roles of the
+	// access levels the API admits.
+	controllerOptions := extra.Controllers
+	controllerOptions.Sessions.Access = extra.SessionAccess
 	server.AddPostStartHookOrDie("start-clustergate-controllers", func(hookCtx genericapiserver.PostStartHookContext) error {
 		ctx, stop := context.WithCancel(klog.NewContext(controllersCtx, klog.FromContext(hookCtx)))
 		context.AfterFunc(hookCtx, stop)
@@ -191,7 +195,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			defer close(controllersStopped)
 			defer stop()
 			err := controllers.Run(ctx, controllers.Config{
-				Options:            extra.Controllers,
+				Options:            controllerOptions,
 				Loopback:           extra.withClientLimits(hookCtx.LoopbackClientConfig),
 				Core:               extra.withClientLimits(core),
 				SessionInformer:    sessionInformer,

@@ -55,6 +55,8 @@ func (o *Options) addSessionFlags(fss *cliflag.NamedFlagSets) {
 		"Live (neither expired nor deleted) Sessions one owner may have across the server; the next create is refused. Each replica counts in the shared storage; creates of one owner racing on several replicas at once may exceed it by one per further replica. 0 is no limit.")
 	session := &o.Server.Controllers.Sessions
 	fs.IntVar(&session.Workers, "session-workers", session.Workers, "Sessions handled in parallel.")
+	fs.DurationVar(&session.OrphanSweepInterval, "session-orphan-sweep-interval", session.OrphanSweepInterval,
+		"How often the controllers' leader removes, from the targets it knows, the RoleBindings of scoped Sessions that no longer exist (also when it starts leading).")
 	fs.StringVar(&session.Namespace, "namespace", session.Namespace,
 		"The server's own namespace in the core cluster: session credentials and the kubeconfig Secrets of cluster targets live there (default: $POD_NAMESPACE or clustergate-system).")
 

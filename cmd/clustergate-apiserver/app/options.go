@@ -89,6 +89,7 @@ func NewOptions() *Options {
 	c.GardenerClusterKubeconfigs.Expiration, c.GardenerClusterKubeconfigs.Workers = 24*time.Hour, 10
 	c.Sessions.CSRPoll, c.Sessions.RetryAfter = 2*time.Second, 30*time.Second
 	c.Sessions.Namespace, c.Sessions.IstioPolicy.Port, c.Sessions.Workers = serverNamespace(), 8444, 10
+	c.Sessions.OrphanSweepInterval = 5 * time.Minute // the controller's own default
 	c.LeaderElect, c.LeaseNamespace = true, serverNamespace()
 	c.LockRetention = 7 * 24 * time.Hour
 	o.defaultRecording()
@@ -181,6 +182,9 @@ func (o *Options) Validate() error {
 	}
 	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {
 		errs = append(errs, fmt.Errorf("--istio-workload-selector must be key=value pairs: %q", o.istioSelector))
+	}
+	if c.Sessions.OrphanSweepInterval < time.Second {
+		errs = append(errs, fmt.Errorf("--session-orphan-sweep-interval must be at least 1s"))
 	}
 	if c.LockRetention < 0 {
 		errs = append(errs, fmt.Errorf("--session-lock-retention may not be negative"))

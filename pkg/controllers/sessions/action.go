@@ -3,10 +3,13 @@
 
 // Package sessions holds the controller that gives each Session its
 // credentials (a client certificate for the owner, signed through the
-// target's CSR API: a cluster target's or a Shoot's) and its Istio
-// AuthorizationPolicy, renews credentials that would expire before the
-// session, keeps its conditions, and ends it at expiresAt: the session is
-// deleted, and its finalizer removes the credentials, the CSR and the policy.
+// target's CSR API: a cluster target's or a Shoot's), its Istio
+// AuthorizationPolicy and, when it is scoped to namespaces, its RoleBindings
+// on the target, renews credentials that would expire before the session,
+// keeps its conditions, and ends it at expiresAt: the session is deleted,
+// and its finalizer removes the RoleBindings, then the credentials, the CSR
+// and the policy. The leader also sweeps the RoleBindings of sessions that
+// are gone from the targets it knows.
 //
 // Each pass computes the single next action from what it observes
 // (NextAction, a pure function tested as data) and performs it. The state of
@@ -26,11 +29,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/gardener"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
 
 // ActionType names what a pass does.
@@ -50,6 +55,8 @@ const (
 	DeleteCredentials ActionType = "DeleteCredentials"
 	DeleteCSR         ActionType = "DeleteCSR"
 	DeletePolicy      ActionType = "DeletePolicy"
+	ApplyBinding      ActionType = "ApplyBinding"
+	DeleteBinding     ActionType = "DeleteBinding"
 	RemoveFinalizer   ActionType = "RemoveFinalizer"
 )
 
@@ -67,6 +74,9 @@ type Action struct {
 	Reason, Message string
 	// EventAction is the action of that event; empty is "End".
 	EventAction string
+	// Binding is the RoleBinding an ApplyBinding or DeleteBinding writes
+	// on the target.
+	Binding types.NamespacedName
 }
 
 // PolicyState is what a pass sees of the session's AuthorizationPolicy.
@@ -100,7 +110,12 @@ type Observed struct {
 	Policy PolicyState
 	// Lock is the SessionLock that holds the session, or nil.
 	Lock *Lock
-	Now  time.Time
+	// Level is the session's access level in the server's configuration,
+	// or nil when the configuration has no level of that name.
+	Level *sessionaccess.Level
+	// Bindings are the session's RoleBindings on its target.
+	Bindings BindingsState
+	Now      time.Time
 }
 
 // Config holds the controller's timing.
@@ -113,6 +128,10 @@ type Config struct {
 	// ApprovalTimeout is how long a session may wait for approval before it
 	// is removed.
 	ApprovalTimeout time.Duration
+	// BindingCleanupTimeout is how long a deleted scoped session waits for
+	// a target that cannot be reached to remove its RoleBindings there
+	// before it goes anyway, leaving them to the orphan sweep.
+	BindingCleanupTimeout time.Duration
 }
 
 // NextAction computes the single next step for a session.
@@ -120,7 +139,7 @@ func NextAction(o Observed, cfg Config) Action {
 	s := o.Session
 	state := v1alpha1.SessionStateAt(s, o.Now)
 	if state == v1alpha1.SessionDeleting {
-		return nextCleanupAction(o)
+		return nextCleanupAction(o, cfg)
 	}
 	expiresAt := s.Status.ExpiresAt
 	if state == v1alpha1.SessionExpired {
@@ -181,7 +200,11 @@ func NextAction(o Observed, cfg Config) Action {
 	if p := o.Policy; !p.Disabled && !p.APIAbsent && (!p.Exists || p.Owned && !p.UpToDate) {
 		return Action{Type: ApplyPolicy}
 	}
-	return unlocked(o, statusOr(o, creds, backendURL, policyCondition(o.Policy), untilExpiry))
+	step, retry := bindingStep(o, cfg)
+	if step != nil {
+		return *step
+	}
+	return unlocked(o, statusOr(o, creds, backendURL, policyCondition(o.Policy), soonest(untilExpiry, retry)))
 }
 
 // soonest returns the sooner of two requeue delays, where 0 means never.
@@ -197,7 +220,7 @@ func soonest(a, b time.Duration) time.Duration {
 // (None meaning: wait, with the condition saying why).
 func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Action) {
 	wait := func(after time.Duration) *Action { return &Action{Type: None, RequeueAfter: after} }
-	s, secret := o.Session, o.Credentials
+	secret := o.Credentials
 
 	if secret != nil && len(secret.Data[credentials.KeyKubeconfig]) > 0 {
 		server, _, err := credentials.TargetCluster(secret.Data[credentials.KeyKubeconfig])
@@ -210,10 +233,6 @@ func credentialsCondition(o Observed, cfg Config) (metav1.Condition, string, *Ac
 	if o.Target != nil {
 		step, problem := targetWait(o, cfg)
 		return problem, "", &step
-	}
-	if g := s.Spec.AccessLevel.Group; s.Spec.Target.Shoot != nil && g != v1alpha1.AccessLevelAdmin && g != v1alpha1.AccessLevelViewer {
-		return credentialsFalse(v1alpha1.SessionReasonAccessLevelInvalid,
-			fmt.Sprintf("Gardener grants admin and viewer access only, not %q", g)), "", wait(0)
 	}
 	step, problem := certificateStep(o, cfg)
 	return problem, "", &step
@@ -257,6 +276,14 @@ func certificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
 	if o.Target != nil {
 		return targetWait(o, cfg)
 	}
+	if msg := levelProblem(o); msg != "" {
+		return wait(0, v1alpha1.SessionReasonAccessLevelInvalid, msg)
+	}
+	// Bindings an older session of the same name left on the target go
+	// before a certificate in the group they bind is issued.
+	if stale := o.Bindings.Stale; len(stale) > 0 {
+		return Action{Type: DeleteBinding, Binding: stale[0]}, metav1.Condition{}
+	}
 	var key []byte
 	if o.Credentials != nil {
 		key = o.Credentials.Data[credentials.KeyPrivateKey]
@@ -280,7 +307,7 @@ func certificateStep(o Observed, cfg Config) (Action, metav1.Condition) {
 	if len(o.CSR.Status.Certificate) == 0 {
 		return wait(cfg.CSRPoll, v1alpha1.SessionReasonCSRPending, fmt.Sprintf("waiting for signer %s to issue the certificate", o.CSR.Spec.SignerName))
 	}
-	if err := CheckCertificate(o.CSR.Status.Certificate, key, o.Session, o.Now); err != nil {
+	if err := CheckCertificate(o.CSR.Status.Certificate, key, o.Session, *o.Level, o.Now); err != nil {
 		return wait(0, v1alpha1.SessionReasonCertificateInvalid, err.Error())
 	}
 	// A signer whose own certificate expires soon caps what it issues at
@@ -331,7 +358,17 @@ func policyCondition(p PolicyState) metav1.Condition {
 	return c
 }
 
-func nextCleanupAction(o Observed) Action {
+// nextCleanupAction removes what the session has, its RoleBindings first:
+// while a binding may be left, the credentials Secret stays too, so the
+// session's removal is not done. A target that cannot be reached holds the
+// removal up to cfg.BindingCleanupTimeout.
+func nextCleanupAction(o Observed, cfg Config) Action {
+	if b := o.Bindings.all(); len(b) > 0 {
+		return Action{Type: DeleteBinding, Binding: b[0]}
+	}
+	if wait := bindingCleanupWait(o, cfg); wait > 0 {
+		return Action{Type: None, RequeueAfter: wait}
+	}
 	switch {
 	case o.Credentials != nil:
 		return Action{Type: DeleteCredentials}
@@ -346,11 +383,15 @@ func nextCleanupAction(o Observed) Action {
 }
 
 // statusOr returns an UpdateStatus action when the conditions or backend
-// URL differ from the session's, and otherwise None until requeue.
+// URL differ from the session's, and otherwise None until requeue. A
+// scoped session is Ready only once its RoleBindings are.
 func statusOr(o Observed, creds metav1.Condition, backendURL string, policy metav1.Condition, requeue time.Duration) Action {
 	ready := metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: creds.Status, Reason: creds.Reason, Message: creds.Message}
 	if creds.Status == metav1.ConditionTrue {
 		ready.Reason, ready.Message = "SessionReady", "the session's proxy may be used by its owner until it expires"
+		if scope := scopeCondition(o); scope != nil && scope.Status != metav1.ConditionTrue {
+			ready.Status, ready.Reason, ready.Message = scope.Status, scope.Reason, scope.Message
+		}
 	}
 	return statusWith(o, creds, backendURL, policy, ready, requeue)
 }
@@ -358,6 +399,9 @@ func statusOr(o Observed, creds metav1.Condition, backendURL string, policy meta
 // statusWith is statusOr with the Ready condition given.
 func statusWith(o Observed, creds metav1.Condition, backendURL string, policy, ready metav1.Condition, requeue time.Duration) Action {
 	want := []metav1.Condition{creds, policy, ready}
+	if scope := scopeCondition(o); scope != nil {
+		want = append(want, *scope)
+	}
 	if approved := approvedCondition(o.Session); approved != nil {
 		want = append(want, *approved)
 	}
@@ -393,23 +437,57 @@ func CommonName(s *v1alpha1.Session) string {
 	return v1alpha1.SessionUserPrefix + s.Spec.Owner.Username
 }
 
-// Groups are the organizations of a session's client certificate: its
-// groups on the target. The first grants the access level: on a cluster
-// target the level's name, which the target's admins bind; on a Shoot the
-// group Gardener puts its own kubeconfigs of the level in, which Gardener
-// binds on every Shoot, so a session has the very rights of the level's
-// Gardener kubeconfig. The second names the session, for the audit log.
-func Groups(s *v1alpha1.Session) []string {
-	level := s.Spec.AccessLevel.Group
-	if s.Spec.Target.Shoot != nil {
-		level = gardener.ShootGroup(shootLevel(s))
+// Groups are the organizations of a session's client certificate of the
+// given level: its groups on the target. An unscoped session's first grants
+// the access level on the whole target: on a cluster target the level's
+// group, which the target's admins bind; on a Shoot, for the levels admin
+// and viewer, the group Gardener puts its own kubeconfigs of the level in,
+// which Gardener binds on every Shoot, so a session has the very rights of
+// the level's Gardener kubeconfig, and for other levels their group, which
+// the Shoot's owner binds. The last, the only one of a scoped session,
+// names the session: for the audit log, and as the subject of a scoped
+// session's RoleBindings.
+func Groups(s *v1alpha1.Session, level sessionaccess.Level) []string {
+	own := SessionGroup(s)
+	if Scoped(s) {
+		return []string{own}
 	}
-	return []string{level, v1alpha1.SessionGroupPrefix + s.Namespace + "/" + s.Name}
+	group := level.Group
+	if s.Spec.Target.Shoot != nil && (level.Name == sessionaccess.LevelAdmin || level.Name == sessionaccess.LevelViewer) {
+		group = gardener.ShootGroup(shootLevel(s))
+	}
+	return []string{group, own}
+}
+
+// SessionGroup is the group that names a session on its target.
+func SessionGroup(s *v1alpha1.Session) string {
+	return v1alpha1.SessionGroupPrefix + s.Namespace + "/" + s.Name
+}
+
+// Scoped tells whether a session is scoped to namespaces of its target.
+func Scoped(s *v1alpha1.Session) bool {
+	return s.Spec.Scope != nil && len(s.Spec.Scope.Namespaces) > 0
+}
+
+// levelProblem says why no certificate can be minted for the session's
+// access level, or "": the server's configuration no longer has the level,
+// or no group for a session that needs one. The API refuses both when the
+// session is created; a configuration changed since can bring them back.
+func levelProblem(o Observed) string {
+	name := o.Session.Spec.AccessLevel.Group
+	switch {
+	case o.Level == nil:
+		return fmt.Sprintf("the server has no access level %q (--session-access-config)", name)
+	case !Scoped(o.Session) && !o.Level.WholeTarget():
+		return fmt.Sprintf("access level %q has no group for a whole target: a session of it must be scoped to namespaces", name)
+	}
+	return ""
 }
 
 // CheckCertificate verifies an issued certificate before use: it belongs to
-// the private key, carries the session's CN and groups, and is valid now.
-func CheckCertificate(certPEM, keyPEM []byte, s *v1alpha1.Session, now time.Time) error {
+// the private key, carries the session's CN and its groups of the level,
+// and is valid now.
+func CheckCertificate(certPEM, keyPEM []byte, s *v1alpha1.Session, level sessionaccess.Level, now time.Time) error {
 	cert, err := credentials.ParseCertificate(certPEM)
 	if err != nil {
 		return err
@@ -421,9 +499,9 @@ func CheckCertificate(certPEM, keyPEM []byte, s *v1alpha1.Session, now time.Time
 	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
 		return fmt.Errorf("the issued certificate does not belong to the session's key")
 	}
-	if cert.Subject.CommonName != CommonName(s) || !slices.Equal(cert.Subject.Organization, Groups(s)) {
+	if groups := Groups(s, level); cert.Subject.CommonName != CommonName(s) || !slices.Equal(cert.Subject.Organization, groups) {
 		return fmt.Errorf("the issued certificate is for CN=%s O=%v, not CN=%s O=%v",
-			cert.Subject.CommonName, cert.Subject.Organization, CommonName(s), Groups(s))
+			cert.Subject.CommonName, cert.Subject.Organization, CommonName(s), groups)
 	}
 	if now.Before(cert.NotBefore) || !now.Before(cert.NotAfter) {
 		return fmt.Errorf("the issued certificate is valid from %s to %s, not now", cert.NotBefore, cert.NotAfter)

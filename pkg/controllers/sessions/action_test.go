@@ -23,6 +23,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
 
 var (
@@ -43,6 +44,39 @@ current-context: c
 const sessionGroup = "clustergate:session-name:sre/fix-etcd"
 
 var clusterGroups = []string{"viewer", sessionGroup}
+
+// testAccess are the access levels of the tests: admin and viewer as
+// --session-access-groups gives them, breakglass of that flag too, a level
+// whose group is not its name and one that is scoped only.
+var testAccess = func() *sessionaccess.Configuration {
+	c := sessionaccess.FromGroups([]string{"admin", "viewer", "breakglass"})
+	c.Levels = append(c.Levels,
+		sessionaccess.Level{Name: "ops-lead", Group: "ops-leads", NamespacedClusterRole: "edit"},
+		sessionaccess.Level{Name: "debugger", NamespacedClusterRole: "clustergate:debugger"})
+	return c
+}()
+
+// levelOf is the session's level in testAccess, nil when it has none.
+func levelOf(s *v1alpha1.Session) *sessionaccess.Level {
+	if l, ok := testAccess.Level(s.Spec.AccessLevel.Group); ok {
+		return &l
+	}
+	return nil
+}
+
+// withLevel fills in the level an observation of the controller would
+// find in testAccess.
+func withLevel(o Observed) Observed {
+	if o.Level == nil {
+		o.Level = levelOf(o.Session)
+	}
+	return o
+}
+
+// scoped scopes a session to namespaces.
+func scoped(namespaces ...string) func(*v1alpha1.Session) {
+	return func(s *v1alpha1.Session) { s.Spec.Scope = &v1alpha1.SessionScope{Namespaces: namespaces} }
+}
 
 func session(mutate ...func(*v1alpha1.Session)) *v1alpha1.Session {
 	expires := metav1.NewTime(created.Add(time.Hour))
@@ -216,14 +250,25 @@ func TestNextAction(t *testing.T) {
 		{name: "shoot target renewal: a new key first",
 			obs:    Observed{Session: session(recordedReady), Credentials: clusterMinted(short), Policy: policy, Now: renewAt},
 			expect: Action{Type: CreatePrivateKey}},
-		{name: "shoot target with a group Gardener does not issue",
-			obs: Observed{Session: session(func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "breakglass" })},
+		{name: "shoot target, a level of the server's own with a group: minted like admin and viewer",
+			obs:    Observed{Session: session(func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "breakglass" })},
+			expect: Action{Type: CreatePrivateKey}},
+		{name: "a level the server's configuration no longer has",
+			obs: Observed{Session: session(func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "removed" })},
 			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: conditions(
 				metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
-					Message: `Gardener grants admin and viewer access only, not "breakglass"`},
+					Message: `the server has no access level "removed" (--session-access-config)`},
 				policyApplied,
 				metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
-					Message: `Gardener grants admin and viewer access only, not "breakglass"`})}},
+					Message: `the server has no access level "removed" (--session-access-config)`})}},
+		{name: "a level without a group, unscoped (the configuration changed since the create)",
+			obs: Observed{Session: session(clusterTarget, func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "debugger" })},
+			expect: Action{Type: UpdateStatus, RequeueAfter: untilExpiry, Conditions: conditions(
+				metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
+					Message: `access level "debugger" has no group for a whole target: a session of it must be scoped to namespaces`},
+				policyApplied,
+				metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonAccessLevelInvalid,
+					Message: `access level "debugger" has no group for a whole target: a session of it must be scoped to namespaces`})}},
 		{name: "shoot target: Gardener failed a moment ago: reported, retried after a second",
 			obs:    failedAt(gardenerDown, 0, 1),
 			expect: Action{Type: UpdateStatus, RequeueAfter: time.Second, Conditions: conditions(gardenerDown, policyApplied, notReady(gardenerDown))}},
@@ -420,7 +465,7 @@ func TestNextAction(t *testing.T) {
 			if tt.obs.Now.IsZero() {
 				tt.obs.Now = clock.Now()
 			}
-			if diff := cmp.Diff(tt.expect, NextAction(tt.obs, cfg)); diff != "" {
+			if diff := cmp.Diff(tt.expect, NextAction(withLevel(tt.obs), cfg)); diff != "" {
 				t.Errorf("action (-want +got):\n%s", diff)
 			}
 		})

@@ -15,11 +15,15 @@ import (
 
 // TestCertificateRequestCarriesOwnerAndGroups: the target sees the owner
 // as the user, the access level's group as the target binds it (Gardener's
-// on a Shoot) and the session's own group.
+// on a Shoot for admin and viewer) and the session's own group; a scoped
+// session only its own group, which its RoleBindings bind.
 func TestCertificateRequestCarriesOwnerAndGroups(t *testing.T) {
 	key, err := credentials.NewPrivateKey()
 	if err != nil {
 		t.Fatal(err)
+	}
+	level := func(name string) func(*v1alpha1.Session) {
+		return func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = name }
 	}
 	for _, tt := range []struct {
 		name    string
@@ -27,14 +31,24 @@ func TestCertificateRequestCarriesOwnerAndGroups(t *testing.T) {
 		groups  []string
 	}{
 		{"cluster target", session(clusterTarget), []string{"viewer", "clustergate:session-name:sre/fix-etcd"}},
-		{"cluster target, a group of the server's flags", session(clusterTarget, func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = "breakglass" }),
+		{"cluster target, a level of --session-access-groups", session(clusterTarget, level("breakglass")),
 			[]string{"breakglass", "clustergate:session-name:sre/fix-etcd"}},
+		{"cluster target, a level whose group is not its name", session(clusterTarget, level("ops-lead")),
+			[]string{"ops-leads", "clustergate:session-name:sre/fix-etcd"}},
 		{"shoot viewer", session(), []string{"gardener.cloud:project:viewers", "clustergate:session-name:sre/fix-etcd"}},
-		{"shoot admin", session(func(s *v1alpha1.Session) { s.Spec.AccessLevel.Group = v1alpha1.AccessLevelAdmin }),
+		{"shoot admin", session(level(v1alpha1.AccessLevelAdmin)),
 			[]string{"gardener.cloud:project:admins", "clustergate:session-name:sre/fix-etcd"}},
+		{"shoot, another level: its group, which the Shoot's owner binds", session(level("ops-lead")),
+			[]string{"ops-leads", "clustergate:session-name:sre/fix-etcd"}},
+		{"cluster target, scoped: no level group", session(clusterTarget, level("ops-lead"), scoped("web")),
+			[]string{"clustergate:session-name:sre/fix-etcd"}},
+		{"shoot admin, scoped: no Gardener group", session(level(v1alpha1.AccessLevelAdmin), scoped("web", "db")),
+			[]string{"clustergate:session-name:sre/fix-etcd"}},
+		{"a level without a group, scoped", session(level("debugger"), scoped("web")),
+			[]string{"clustergate:session-name:sre/fix-etcd"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			der, err := credentials.CertificateRequest(key, CommonName(tt.session), Groups(tt.session))
+			der, err := credentials.CertificateRequest(key, CommonName(tt.session), Groups(tt.session, *levelOf(tt.session)))
 			if err != nil {
 				t.Fatal(err)
 			}

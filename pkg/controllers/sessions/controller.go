@@ -27,6 +27,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
 	listers "github.com/clustergate/clustergate/pkg/generated/listers/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
 
 // FieldManager is the field manager of the controller's writes.
@@ -42,7 +43,22 @@ type Options struct {
 	IstioPolicy IstioPolicyConfig
 	// Workers is the number of sessions handled in parallel.
 	Workers int
+	// Access holds the access levels: the groups certificates carry and
+	// the ClusterRoles scoped sessions are bound to. Nil is
+	// sessionaccess.Default().
+	Access *sessionaccess.Configuration
+	// OrphanSweepInterval is how often the leader looks for RoleBindings
+	// of sessions that no longer exist on the targets it knows; 0 is
+	// DefaultOrphanSweepInterval.
+	OrphanSweepInterval time.Duration
 }
+
+// DefaultOrphanSweepInterval and DefaultBindingCleanupTimeout apply when
+// Options leave them 0.
+const (
+	DefaultOrphanSweepInterval   = 5 * time.Minute
+	DefaultBindingCleanupTimeout = 10 * time.Minute
+)
 
 // Controller runs the lifecycle of Sessions.
 type Controller struct {
@@ -67,6 +83,9 @@ type Controller struct {
 	// gardenerFailures are the failed attempts to reach a session's Shoot
 	// through Gardener.
 	gardenerFailures *controllerutil.Failures
+	// bindingFailures are the failed attempts to apply a scoped session's
+	// RoleBinding on its target.
+	bindingFailures *controllerutil.Failures
 	// removeHandlers removes the controller's event handlers from the
 	// shared informers.
 	removeHandlers func()
@@ -81,6 +100,15 @@ type Controller struct {
 // Gardener project is configured.
 func New(opts Options, client versioned.Interface, kube kubernetes.Interface, istio istioclient.Interface, g gardener.Requester,
 	sessions informers.SessionInformer, locks informers.SessionLockInformer, secrets, targets coreinformers.SecretInformer, recorder events.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	if opts.Access == nil {
+		opts.Access = sessionaccess.Default()
+	}
+	if opts.OrphanSweepInterval == 0 {
+		opts.OrphanSweepInterval = DefaultOrphanSweepInterval
+	}
+	if opts.BindingCleanupTimeout == 0 {
+		opts.BindingCleanupTimeout = DefaultBindingCleanupTimeout
+	}
 	c := &Controller{
 		opts: opts, client: client, kube: kube, istio: istio, gardener: g, clock: clk, recorder: recorder,
 		sessions: sessions.Lister(),
@@ -90,6 +118,7 @@ func New(opts Options, client versioned.Interface, kube kubernetes.Interface, is
 		hasSynced: []cache.InformerSynced{sessions.Informer().HasSynced, locks.Informer().HasSynced,
 			secrets.Informer().HasSynced, targets.Informer().HasSynced},
 		gardenerFailures: controllerutil.NewFailures(),
+		bindingFailures:  controllerutil.NewFailures(),
 	}
 	if g != nil {
 		c.shoots = newShootAccess(g)
@@ -138,6 +167,7 @@ func (c *Controller) Run(ctx context.Context) {
 		go c.policies.run(ctx)
 		hasSynced = append(slices.Clone(hasSynced), c.policies.hasSynced)
 	}
+	go c.sweepOrphansEvery(ctx, c.hasSynced)
 	c.queue.Run(ctx, c.opts.Workers, hasSynced...)
 }
 

@@ -15,10 +15,11 @@ import (
 // idleAction is the next step for a session that went unused for its idle
 // timeout: it ends like an expired one, but stays until its expiry so that
 // its owner and the auditors see why it ended. First its conditions say
-// Idle (the status write every replica's connection tracker reacts to, with the
-// event), then its credentials are removed; the CSR and the policy of a
-// session go with the session at its expiry, as they are no credentials
-// and let nothing through once the proxy refuses it.
+// Idle (the status write every replica's connection tracker reacts to,
+// with the event), then a scoped session's RoleBindings and its credentials
+// are removed; the CSR and the policy of a session go with the session at
+// its expiry, as they are no credentials and let nothing through once the
+// proxy refuses it.
 func idleAction(o Observed, untilExpiry time.Duration) Action {
 	s := o.Session
 	ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady)
@@ -31,6 +32,12 @@ func idleAction(o Observed, untilExpiry time.Duration) Action {
 	// Once marked, the message stays as written, even if a use recorded
 	// late moved lastUsedAt.
 	idle := credentialsFalse(v1alpha1.SessionReasonIdle, ready.Message)
+	// A scoped session's RoleBindings go first, while its target is
+	// reached; one that cannot be reached now keeps them until the
+	// session's end.
+	if b := o.Bindings.all(); len(b) > 0 {
+		return Action{Type: DeleteBinding, Binding: b[0]}
+	}
 	if o.Credentials != nil {
 		return Action{Type: DeleteCredentials}
 	}

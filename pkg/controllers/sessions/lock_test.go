@@ -59,7 +59,7 @@ func TestNextActionLocked(t *testing.T) {
 			if tt.obs.Now.IsZero() {
 				tt.obs.Now = now
 			}
-			if diff := cmp.Diff(tt.expect, NextAction(tt.obs, cfg)); diff != "" {
+			if diff := cmp.Diff(tt.expect, NextAction(withLevel(tt.obs), cfg)); diff != "" {
 				t.Errorf("action (-want +got):\n%s", diff)
 			}
 			state := v1alpha1.SessionStateAt(tt.obs.Session, tt.obs.Now)

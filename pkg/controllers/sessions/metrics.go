@@ -47,6 +47,11 @@ var (
 		Help:           "Sessions cleaned up and gone, by access level, target kind and reason: expired, revoked (deleted before expiry), or idle (ended unused for its idle timeout).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"access_level", "target_kind", "reason"})
+	orphanedBindingsRemoved = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace: "clustergate", Subsystem: "session", Name: "orphaned_rolebindings_removed_total",
+		Help:           "RoleBindings of scoped sessions that no longer exist removed from targets by the orphan sweep, by target kind.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"target_kind"})
 	timeToReady = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: "clustergate", Subsystem: "session", Name: "time_to_ready_seconds",
 		Help:           "Time from a session's creation until it became Ready, by target kind; the count is the sessions that became Ready.",
@@ -56,11 +61,12 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(sessionsCreated, sessionsEnded, timeToReady)
+	legacyregistry.MustRegister(sessionsCreated, sessionsEnded, timeToReady, orphanedBindingsRemoved)
 	// The access levels are the server's flags, unknown here; the
-	// histogram's series exist from the start.
+	// series by target kind exist from the start.
 	for _, kind := range []string{targetKindShoot, targetKindCluster} {
 		timeToReady.WithLabelValues(kind)
+		orphanedBindingsRemoved.WithLabelValues(kind)
 	}
 }
 

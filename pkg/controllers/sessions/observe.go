@@ -33,6 +33,9 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 		return o, nil, err
 	}
 	o.Lock = lock
+	if level, ok := c.opts.Access.Level(s.Spec.AccessLevel.Group); ok {
+		o.Level = &level
+	}
 	secret, err := c.secrets.Secrets(c.opts.Namespace).Get(credentials.SecretName(s.UID))
 	switch {
 	case apierrors.IsNotFound(err):
@@ -44,7 +47,7 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 
 	var t *target
 	minting := o.Credentials == nil || len(o.Credentials.Data[credentials.KeyKubeconfig]) == 0
-	if minting || renewalDue(o) || s.DeletionTimestamp != nil {
+	if minting || renewalDue(o) || s.DeletionTimestamp != nil || scopePending(o) {
 		switch {
 		case s.Spec.Target.Shoot != nil && c.gardener == nil:
 			if minting {
@@ -65,10 +68,11 @@ func (c *Controller) observe(ctx context.Context, s *v1alpha1.Session) (Observed
 				o.CSR = csr
 			}
 		}
-		if o.Target != nil && s.DeletionTimestamp != nil {
-			// A target that is gone or unreachable cannot hold up the
-			// deletion: its CSR expires there on its own.
-			c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Target.Reason, "Cleanup", "CSR %s left on the target: %s", credentials.CSRName(s.UID), o.Target.Message)
+		if t != nil && o.Target == nil && (Scoped(s) || minting || s.DeletionTimestamp != nil) {
+			o.Bindings = c.observeBindings(ctx, t, s, o.Level, o.Now)
+		}
+		if s.DeletionTimestamp != nil && bindingCleanupWait(o, c.opts.Config) == 0 {
+			c.recordLeftovers(o)
 		}
 	}
 	if f, ok := c.gardenerFailures.Get(s.UID); ok && s.Spec.Target.Shoot != nil {
@@ -91,4 +95,23 @@ func (c *Controller) observePolicy(s *v1alpha1.Session) (PolicyState, error) {
 		return PolicyState{APIAbsent: true}, nil
 	}
 	return observePolicy(p, s, c.opts.IstioPolicy), nil
+}
+
+// recordLeftovers records what a deleted session leaves on a target that
+// is gone or could not be reached: that cannot hold up the deletion for
+// long. Its CSR expires there on its own; the orphan sweep removes its
+// RoleBindings once it reaches the target again.
+func (c *Controller) recordLeftovers(o Observed) {
+	s := o.Session
+	switch {
+	case o.Target != nil:
+		left := "CSR " + credentials.CSRName(s.UID)
+		if Scoped(s) {
+			left += " and RoleBindings " + BindingName(s)
+		}
+		c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Target.Reason, "Cleanup", "%s left on the target: %s", left, o.Target.Message)
+	case Scoped(s) && o.Bindings.Problem != nil:
+		c.recorder.Eventf(s, nil, corev1.EventTypeWarning, o.Bindings.Problem.Reason, "Cleanup", "RoleBindings %s left on the target: %s",
+			BindingName(s), o.Bindings.Problem.Message)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -45,6 +46,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		return err
 	case RemoveFinalizer:
 		c.gardenerFailures.Forget(s.UID)
+		c.bindingFailures.Forget(s.UID)
 		updated := s.DeepCopy()
 		updated.Finalizers = slices.DeleteFunc(slices.Clone(updated.Finalizers), func(f string) bool { return f == v1alpha1.SessionFinalizer })
 		_, err := sessions.Update(ctx, updated, update)
@@ -102,6 +104,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		err := c.applyStatus(ctx, s, a)
 		if err == nil {
 			c.recordApproval(s, a.Conditions)
+			c.recordScope(s, a.Conditions)
 			if a.Reason != "" {
 				action := a.EventAction
 				if action == "" {
@@ -115,6 +118,10 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 		return controllerutil.IgnoreNotFound(secrets.Delete(ctx, o.Credentials.Name, metav1.DeleteOptions{}))
 	case DeleteCSR:
 		return controllerutil.IgnoreNotFound(t.kube.CertificatesV1().CertificateSigningRequests().Delete(ctx, o.CSR.Name, metav1.DeleteOptions{}))
+	case ApplyBinding:
+		return c.applyBinding(ctx, o, t, a.Binding.Namespace)
+	case DeleteBinding:
+		return controllerutil.IgnoreNotFound(t.kube.RbacV1().RoleBindings(a.Binding.Namespace).Delete(ctx, a.Binding.Name, metav1.DeleteOptions{}))
 	case DeletePolicy:
 		return controllerutil.IgnoreNotFound(c.istio.SecurityV1().AuthorizationPolicies(c.opts.IstioPolicy.Namespace).Delete(ctx, PolicyName(s), metav1.DeleteOptions{}))
 	}
@@ -123,7 +130,7 @@ func (c *Controller) perform(ctx context.Context, o Observed, t *target, a Actio
 
 func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error {
 	s := o.Session
-	request, err := credentials.CertificateRequest(o.Credentials.Data[credentials.KeyPrivateKey], CommonName(s), Groups(s))
+	request, err := credentials.CertificateRequest(o.Credentials.Data[credentials.KeyPrivateKey], CommonName(s), Groups(s, *o.Level))
 	if err != nil {
 		return err
 	}
@@ -147,6 +154,46 @@ func (c *Controller) createCSR(ctx context.Context, o Observed, t *target) error
 		return nil
 	}
 	return err
+}
+
+// applyBinding applies the session's RoleBinding in a namespace. A refusal
+// (a namespace deleted since it was looked at, a server not allowed to
+// bind the role) is remembered as the session's binding failure rather
+// than retried at once: the next pass reports it in ScopeReady and tries
+// again after a backoff.
+func (c *Controller) applyBinding(ctx context.Context, o Observed, t *target, namespace string) error {
+	s := o.Session
+	_, err := t.kube.RbacV1().RoleBindings(namespace).Apply(ctx, desiredBinding(s, o.Level.NamespacedClusterRole, namespace),
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err == nil {
+		c.bindingFailures.Forget(s.UID)
+		return nil
+	}
+	problem := targetProblem(err)
+	if apierrors.IsNotFound(err) {
+		problem.Reason = v1alpha1.SessionReasonNamespaceNotFound
+	}
+	c.bindingFailures.Record(s.UID, problem.Reason, fmt.Sprintf("binding ClusterRole %s in namespace %s: %s",
+		o.Level.NamespacedClusterRole, namespace, problem.Message), c.clock.Now())
+	return nil
+}
+
+// recordScope records an event when a status write changes a scoped
+// session's ScopeReady condition: a warning that says what holds its
+// RoleBindings up, or that they are all made.
+func (c *Controller) recordScope(s *v1alpha1.Session, written []metav1.Condition) {
+	now := meta.FindStatusCondition(written, v1alpha1.SessionConditionScopeReady)
+	if now == nil || now.Reason == v1alpha1.SessionReasonBinding {
+		return
+	}
+	if was := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionScopeReady); was != nil && was.Reason == now.Reason && was.Message == now.Message {
+		return
+	}
+	kind := corev1.EventTypeWarning
+	if now.Status == metav1.ConditionTrue || now.Reason == v1alpha1.SessionReasonIdle {
+		kind = corev1.EventTypeNormal
+	}
+	c.recorder.Eventf(s, nil, kind, now.Reason, "Bind", "%s", now.Message)
 }
 
 // applyStatus writes conditions and backend URL with server-side apply.

@@ -130,11 +130,12 @@ func newPerformFixture(t *testing.T, s *v1alpha1.Session, credentials *corev1.Se
 	}
 	f.kube = kubefake.NewClientset(core...)
 	f.controller = &Controller{
-		opts:   Options{Namespace: "clustergate-system", IstioPolicy: IstioPolicyConfig{Namespace: "clustergate-data-plane", Port: 8444}},
+		opts: Options{Namespace: "clustergate-system", IstioPolicy: IstioPolicyConfig{Namespace: "clustergate-data-plane", Port: 8444},
+			Access: testAccess, Config: Config{RetryAfter: 30 * time.Second}},
 		client: f.client, kube: f.kube, istio: f.istio, clock: clocktesting.NewFakeClock(now),
-		recorder: f.recorder, gardenerFailures: controllerutil.NewFailures(),
+		recorder: f.recorder, gardenerFailures: controllerutil.NewFailures(), bindingFailures: controllerutil.NewFailures(),
 	}
-	f.observed = Observed{Session: s, Credentials: credentials, CSR: csr, Now: now}
+	f.observed = Observed{Session: s, Credentials: credentials, CSR: csr, Level: levelOf(s), Now: now}
 	f.target = &target{kube: f.targetKube, server: "https://127.0.0.1:6443", ca: []byte("ca")}
 	return f
 }

@@ -77,6 +77,21 @@ func (a *shootAccess) target(ctx context.Context, shoot string, now time.Time) (
 	return t, nil
 }
 
+// kept are the Shoots whose admin kubeconfig is kept and valid for at
+// least shootAccessMargin after now: those reachable without asking
+// Gardener.
+func (a *shootAccess) kept(now time.Time) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var names []string
+	for name, kept := range a.shoots {
+		if now.Add(shootAccessMargin).Before(kept.expiresAt) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // gardenerProblem is the target problem of a failed request to Gardener.
 func gardenerProblem(err error) *TargetProblem {
 	reason := v1alpha1.SessionReasonTargetUnreachable

@@ -73,11 +73,17 @@ func (c *Controller) reachTarget(ctx context.Context, s *v1alpha1.Session) (*tar
 	if !isClusterTarget(secret) {
 		return nil, notMarked(c.opts.Namespace, ref)
 	}
+	return clusterTargetOf(secret)
+}
+
+// clusterTargetOf returns a client of the cluster target of a marked
+// Secret.
+func clusterTargetOf(secret *corev1.Secret) (*target, *TargetProblem) {
 	kubeconfig := secret.Data["kubeconfig"]
 	if len(kubeconfig) == 0 {
 		kubeconfig = secret.Data["value"]
 	}
-	return newTarget(kubeconfig, "kubeconfig Secret "+ref)
+	return newTarget(kubeconfig, "kubeconfig Secret "+secret.Name)
 }
 
 // newTarget returns a client of the target of a kubeconfig, refusing one

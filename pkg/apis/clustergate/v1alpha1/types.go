@@ -229,6 +229,9 @@ const (
 	// SessionConditionApproved: the last approval's decision (Unknown while
 	// it is pending), on sessions that need approval.
 	SessionConditionApproved = "Approved"
+	// SessionConditionScopeReady: a scoped session's RoleBindings are in
+	// place in every namespace of its scope on the target.
+	SessionConditionScopeReady = "ScopeReady"
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

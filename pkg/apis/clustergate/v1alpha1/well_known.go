@@ -10,8 +10,8 @@ package v1alpha1
 
 // Finalizers the server's controllers put on their objects.
 const (
-	// SessionFinalizer holds a deleted Session until its credentials, CSR
-	// and policy are gone.
+	// SessionFinalizer holds a deleted Session until its RoleBindings (of
+	// a scoped session), credentials, CSR and policy are gone.
 	SessionFinalizer = "clustergate.dev/session-cleanup"
 	// KubeconfigFinalizer holds a deleted GardenerClusterKubeconfig until
 	// its Secret is gone.
@@ -37,6 +37,22 @@ const (
 	SessionReasonIstioNotInstalled  = "IstioNotInstalled"
 	SessionReasonPolicyConflict     = "PolicyConflict"
 	SessionReasonCredentialsPending = "CredentialsNotReady"
+)
+
+// Reasons of a scoped session's ScopeReady condition, besides the target's
+// own (TargetUnreachable, TargetForbidden, ...), AccessLevelUnsupported and
+// Idle.
+const (
+	// SessionReasonBound: the RoleBindings exist in every namespace.
+	SessionReasonBound = "Bound"
+	// SessionReasonBinding: some RoleBindings are yet to be made.
+	SessionReasonBinding = "Binding"
+	// SessionReasonNamespaceNotFound: a namespace of the scope does not
+	// exist on the target (or is being deleted).
+	SessionReasonNamespaceNotFound = "NamespaceNotFound"
+	// SessionReasonClusterRoleNotFound: the level's namespacedClusterRole
+	// does not exist on the target.
+	SessionReasonClusterRoleNotFound = "ClusterRoleNotFound"
 )
 
 // KubeconfigConditionReady is the condition of a GardenerClusterKubeconfig.
