@@ -28,6 +28,7 @@ import (
 // does not.
 const (
 	approvalGroup   = "breakglass"
+	orphanSweep     = 5 * time.Second
 	approvalTimeout = 20 * time.Second
 )
 
@@ -77,6 +78,8 @@ rules:
 	}
 	return []string{
 		"--session-approval-groups=" + approvalGroup,
+		// Orphaned RoleBindings of scoped sessions go within seconds.
+		"--session-orphan-sweep-interval=" + orphanSweep.String(),
 		"--session-approval-timeout=" + approvalTimeout.String(),
 		"--session-lock-retention=" + lockRetention.String(),
 		"--audit-policy-file=" + policy, "--audit-log-path=" + auditLog, "--audit-log-format=json",

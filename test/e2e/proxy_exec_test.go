@@ -22,16 +22,22 @@ import (
 // stand-in node that serves its exec and port-forward.
 func standInPod(t *testing.T, name string) {
 	t.Helper()
+	standInPodIn(t, "default", name)
+}
+
+// standInPodIn is standInPod in the shoot's namespace ns.
+func standInPodIn(t *testing.T, ns, name string) {
+	t.Helper()
 	apply(t, cp.ShootKubeconfig, fmt.Sprintf(`apiVersion: v1
 kind: Pod
-metadata: {name: %s, namespace: default}
+metadata: {name: %s, namespace: %s}
 spec:
   nodeName: %s
   automountServiceAccountToken: false
   containers: [{name: main, image: stand-in}]
-`, name, localcluster.NodeName))
+`, name, ns, localcluster.NodeName))
 	// The node runs it, as far as kubectl port-forward can tell.
-	kubectlAs(t, cp.ShootKubeconfig, "-n", "default", "patch", "pod", name, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Running"}}`)
+	kubectlAs(t, cp.ShootKubeconfig, "-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Running"}}`)
 }
 
 // TestProxyExecAndPortForward runs kubectl exec and port-forward as the
