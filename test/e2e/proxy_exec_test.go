@@ -28,14 +28,20 @@ func standInPod(t *testing.T, name string) {
 // standInPodIn is standInPod in the shoot's namespace ns.
 func standInPodIn(t *testing.T, ns, name string) {
 	t.Helper()
+	// The shoot runs no service-account controller: the pod's account is
+	// made by hand.
 	apply(t, cp.ShootKubeconfig, fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata: {name: default, namespace: %s}
+---
+apiVersion: v1
 kind: Pod
 metadata: {name: %s, namespace: %s}
 spec:
   nodeName: %s
   automountServiceAccountToken: false
   containers: [{name: main, image: stand-in}]
-`, name, ns, localcluster.NodeName))
+`, ns, name, ns, localcluster.NodeName))
 	// The node runs it, as far as kubectl port-forward can tell.
 	kubectlAs(t, cp.ShootKubeconfig, "-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Running"}}`)
 }
