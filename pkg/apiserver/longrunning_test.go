@@ -14,6 +14,7 @@ import (
 func TestLongRunning(t *testing.T) {
 	factory := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 	const proxy = "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/proxy"
+	const recordings = "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/recordings"
 	tests := []struct {
 		method, path string
 		upgrade      bool
@@ -44,6 +45,12 @@ func TestLongRunning(t *testing.T) {
 		{"GET", proxy + "/api/v1/namespaces/default/configmaps", true, true},
 		// An Upgrade header without "Connection: upgrade" asks for no upgrade.
 		{"GET", proxy + "/api/v1/namespaces/default/configmaps", false, false},
+		// A follow of a recording runs as long as the stream; a read ends.
+		{"GET", recordings + "/streams/s1?follow=true", false, true},
+		{"GET", recordings + "/requests?follow=true", false, true},
+		{"GET", recordings + "/streams/s1", false, false},
+		{"GET", recordings + "/requests?follow=false", false, false},
+		{"GET", recordings, false, false},
 		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions?watch=true", false, true},
 		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions", false, false},
 	}
