@@ -84,7 +84,7 @@ func TestFollow(t *testing.T) {
 		{name: "unsigned", manifest: func(m *Manifest) { m.Key, m.MAC = "", "" }, wantEnd: "it is not signed", wantErr: true},
 		{name: "signature does not match", manifest: func(m *Manifest) { m.CaptureLength++ }, wantEnd: "its signature does not match", wantErr: true},
 		{name: "signed with another key", manifest: func(m *Manifest) {
-			m.Key, m.MAC = mustParseKeys("k9 "+strings.Repeat("AAAA", 11)).sign(m.signedBytes(m.dir()))
+			m.Key, m.MAC = mustParseKeys("k9 " + strings.Repeat("AAAA", 11)).sign(m.signedBytes(m.dir()))
 		}, wantEnd: "a key this server does not hold", wantErr: true},
 		{name: "describes other chunks", manifest: func(m *Manifest) {
 			m.Chunks--
