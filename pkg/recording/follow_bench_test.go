@@ -88,7 +88,7 @@ func benchmarkFollow(b *testing.B, followers int, duration, every time.Duration)
 		if err != nil {
 			b.Fatal(err)
 		}
-		var w io.Writer = io.Discard
+		w := io.Writer(io.Discard)
 		if i == 0 {
 			w = measured
 		}

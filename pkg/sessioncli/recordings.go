@@ -402,7 +402,7 @@ func (p *player) header(line []byte) error {
 func (p *player) event(ctx context.Context, line []byte) (kind, data string, err error) {
 	var e []any
 	if json.Unmarshal(line, &e) != nil || len(e) != 3 {
-		return "", "", nil
+		return "", "", nil //nolint:nilerr // a line that is no event is skipped, as players do
 	}
 	at, _ := e[0].(float64)
 	kind, _ = e[1].(string)
