@@ -18,8 +18,9 @@ import (
 // DefaultFollowPoll is how often a follower looks for what the writer
 // stored since: a byte reaches a follower at most FlushInterval +
 // DefaultFollowPoll (and a write and a read of the store) after the relay
-// carried it. Each look at a live stream is one read of the store (a GET
-// on S3) per follower; at a request log, one list.
+// carried it. Each look at a live stream is a read of the store (a GET on
+// S3) per follower, and one of its manifest while no chunk is new; at a
+// request log, one list.
 const DefaultFollowPoll = 250 * time.Millisecond
 
 func (r Reader) followPoll() time.Duration {
