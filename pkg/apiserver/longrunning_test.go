@@ -71,3 +71,25 @@ func TestLongRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestFollowIsAuthorizedAsARead: a follow of a recording is the same GET
+// as a read, authorized as get on sessions/recordings (the auditors'),
+// not as a watch or a verb of its own.
+func TestFollowIsAuthorizedAsARead(t *testing.T) {
+	factory := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	const recordings = "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/recordings"
+	for _, path := range []string{
+		recordings + "/streams/s1", recordings + "/streams/s1?follow=true",
+		recordings + "/requests", recordings + "/requests?follow=true",
+	} {
+		t.Run(path, func(t *testing.T) {
+			info, err := factory.NewRequestInfo(httptest.NewRequest("GET", path, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Verb != "get" || info.Resource != "sessions" || info.Subresource != "recordings" || info.Name != "fix" || info.Namespace != "sre" {
+				t.Errorf("authorized as %s %s/%s %s/%s", info.Verb, info.Resource, info.Subresource, info.Namespace, info.Name)
+			}
+		})
+	}
+}
