@@ -197,7 +197,7 @@ func (r *RecordingsREST) follow(ctx context.Context, namespace, name, stream str
 	case ctx.Err() != nil:
 		// The client went away.
 	default:
-		klog.ErrorS(err, "Follow of a recording ended unverified", "session", klog.KRef(namespace, name), "stream", stream)
+		klog.ErrorS(err, "Follow of a recording ended before its verified end", "session", klog.KRef(namespace, name), "stream", stream)
 		panic(http.ErrAbortHandler)
 	}
 }
