@@ -14,6 +14,7 @@ import (
 func TestLongRunning(t *testing.T) {
 	factory := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
 	const proxy = "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/proxy"
+	const recordings = "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/recordings"
 	tests := []struct {
 		method, path string
 		upgrade      bool
@@ -44,6 +45,12 @@ func TestLongRunning(t *testing.T) {
 		{"GET", proxy + "/api/v1/namespaces/default/configmaps", true, true},
 		// An Upgrade header without "Connection: upgrade" asks for no upgrade.
 		{"GET", proxy + "/api/v1/namespaces/default/configmaps", false, false},
+		// A follow of a recording runs as long as the stream; a read ends.
+		{"GET", recordings + "/streams/s1?follow=true", false, true},
+		{"GET", recordings + "/requests?follow=true", false, true},
+		{"GET", recordings + "/streams/s1", false, false},
+		{"GET", recordings + "/requests?follow=false", false, false},
+		{"GET", recordings, false, false},
 		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions?watch=true", false, true},
 		{"GET", "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions", false, false},
 	}
@@ -60,6 +67,28 @@ func TestLongRunning(t *testing.T) {
 			}
 			if got := LongRunning(r, info); got != tt.want {
 				t.Errorf("LongRunning = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestFollowIsAuthorizedAsARead: a follow of a recording is the same GET
+// as a read, authorized as get on sessions/recordings (the auditors'),
+// not as a watch or a verb of its own.
+func TestFollowIsAuthorizedAsARead(t *testing.T) {
+	factory := &request.RequestInfoFactory{APIPrefixes: sets.NewString("api", "apis"), GrouplessAPIPrefixes: sets.NewString("api")}
+	const recordings = "/apis/clustergate.dev/v1alpha1/namespaces/sre/sessions/fix/recordings"
+	for _, path := range []string{
+		recordings + "/streams/s1", recordings + "/streams/s1?follow=true",
+		recordings + "/requests", recordings + "/requests?follow=true",
+	} {
+		t.Run(path, func(t *testing.T) {
+			info, err := factory.NewRequestInfo(httptest.NewRequest("GET", path, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Verb != "get" || info.Resource != "sessions" || info.Subresource != "recordings" || info.Name != "fix" || info.Namespace != "sre" {
+				t.Errorf("authorized as %s %s/%s %s/%s", info.Verb, info.Resource, info.Subresource, info.Namespace, info.Name)
 			}
 		})
 	}

@@ -54,8 +54,11 @@ func (c RecordingConfig) newRecording() (*recording.Recorder, recording.Reader, 
 	}
 	// In a pod, the host name is the pod's name: which replica recorded.
 	replica, _ := os.Hostname()
+	// The local store holds only this replica's recordings: a read of
+	// another's is told so.
+	_, ownOnly := s.(*store.Local)
 	return recording.New(recording.Config{Store: s, Mode: c.Mode, Replica: replica, FlushInterval: c.FlushInterval,
-		Retention: c.Retention, Keys: keys}), recording.Reader{Store: s, Keys: keys}, nil
+		Retention: c.Retention, Keys: keys}), recording.Reader{Store: s, Keys: keys, Replica: replica, OwnOnly: ownOnly}, nil
 }
 
 // manifestKeys reads the manifest keys, generating the one of

@@ -69,20 +69,34 @@ func renderCast(c *castWriter, n int, chunk func(i int) ([]byte, error), w io.Wr
 		if err != nil {
 			return err
 		}
-		err = readCapture(data, func(at time.Duration, fromClient bool, b []byte) error {
-			// The decoder keeps its error; the manifest says why.
-			_ = c.feed(at, fromClient, b)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("chunk %d: %w", i+1, err)
+		if err := c.renderChunk(i, data, i == n-1, w); err != nil {
+			return err
 		}
-		if out := c.pending(i == n-1); len(out) > 0 {
-			if _, err := w.Write(out); err != nil {
-				return err
-			}
-			c.written()
+	}
+	return nil
+}
+
+// renderChunk decodes chunk i and writes the events it completes to w;
+// final flushes what the stream left incomplete.
+func (c *castWriter) renderChunk(i int, data []byte, final bool, w io.Writer) error {
+	err := readCapture(data, func(at time.Duration, fromClient bool, b []byte) error {
+		// The decoder keeps its error; the manifest says why.
+		_ = c.feed(at, fromClient, b)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chunk %d: %w", i+1, err)
+	}
+	return c.writePending(final, w)
+}
+
+// writePending writes what pending returns, if anything.
+func (c *castWriter) writePending(final bool, w io.Writer) error {
+	if out := c.pending(final); len(out) > 0 {
+		if _, err := w.Write(out); err != nil {
+			return err
 		}
+		c.written()
 	}
 	return nil
 }

@@ -39,8 +39,13 @@ var (
 		Help:           "Bytes of recordings and request logs written to the recording store.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	followers = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "clustergate", Subsystem: "recording", Name: "followers",
+		Help:           "Live streams and request logs followed through this replica (sessions/recordings ?follow=true) now.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 func init() {
-	legacyregistry.MustRegister(recordedStreams, failedStreams, refusedStreams, writeFailures, lostRequests, writtenBytes)
+	legacyregistry.MustRegister(recordedStreams, failedStreams, refusedStreams, writeFailures, lostRequests, writtenBytes, followers)
 }

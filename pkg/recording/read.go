@@ -41,6 +41,16 @@ type Reader struct {
 	// Clock tells a live mark that is recent from one a stopped writer
 	// left; nil is the real clock.
 	Clock clock.PassiveClock
+	// FollowPoll is how often Follow and FollowRequests look for what was
+	// stored since; 0 is DefaultFollowPoll.
+	FollowPoll time.Duration
+	// Replica names this replica as the Recorder does; with OwnOnly, a
+	// stream another replica records is said to be out of reach.
+	Replica string
+	// OwnOnly says that the store holds only what this replica wrote (the
+	// local directory store), so that it cannot serve, or follow, the
+	// streams of other replicas.
+	OwnOnly bool
 }
 
 // ErrNoStream is returned for a stream a session does not have.
@@ -138,6 +148,9 @@ type Cast struct {
 	dir      string
 	chunks   []string
 	manifest *Manifest
+	// infoSHA256 is the digest of info.json as read, which a manifest
+	// must name.
+	infoSHA256 string
 	// checked is set when the chunks were verified against the manifest,
 	// so that Write checks them again as it reads them.
 	checked      bool
@@ -193,7 +206,9 @@ func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string, un
 	if err := json.Unmarshal(infoData, &c.info); err != nil {
 		return nil, fmt.Errorf("%s: %w", info[0], err)
 	}
-	c.verification, err = r.verify(ctx, c, infoData, manifest, live)
+	infoSum := sha256.Sum256(infoData)
+	c.infoSHA256 = hex.EncodeToString(infoSum[:])
+	c.verification, err = r.verify(ctx, c, manifest, live)
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrNotAsWritten) && unverified:
@@ -206,41 +221,19 @@ func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string, un
 
 // verify checks what the recording's writer signed of it; refusals wrap
 // ErrNotAsWritten, other errors are the store's.
-func (r Reader) verify(ctx context.Context, c *Cast, infoData []byte, manifest, live []string) (string, error) {
-	refuse := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %w: %s", c.dir, ErrNotAsWritten, fmt.Sprintf(format, args...))
-	}
+func (r Reader) verify(ctx context.Context, c *Cast, manifest, live []string) (string, error) {
 	if len(manifest) == 0 {
 		if len(live) == 0 {
-			return "", refuse("it has no manifest and its writer never said that it is live")
+			return "", fmt.Errorf("%s: %w: it has no manifest and its writer never said that it is live", c.dir, ErrNotAsWritten)
 		}
-		var mark liveMark
-		if err := r.readJSON(ctx, live[0], &mark); err != nil {
-			return "", refuse("its live mark cannot be read: %v", err)
-		}
-		if err := r.Keys.verify(mark.Key, mark.MAC, mark.signedBytes(c.dir)); err != nil {
-			return "", refuse("it has no manifest, and its live mark: %v", err)
-		}
-		clk := r.Clock
-		if clk == nil {
-			clk = clock.RealClock{}
-		}
-		if age := clk.Since(mark.Time); age > liveGrace {
-			return "", refuse("it has no manifest, and its writer last said that it is live %s ago: it stopped without one, or the manifest was removed",
-				age.Round(time.Second))
+		if err := r.checkLive(ctx, c.dir, live[0]); err != nil {
+			return "", err
 		}
 		return Live, nil
 	}
-	c.manifest = &Manifest{}
-	if err := r.readJSON(ctx, manifest[0], c.manifest); err != nil {
-		return "", refuse("its manifest cannot be read: %v", err)
-	}
-	if err := r.Keys.verify(c.manifest.Key, c.manifest.MAC, c.manifest.signedBytes(c.dir)); err != nil {
-		return "", refuse("its manifest: %v", err)
-	}
-	infoSum := sha256.Sum256(infoData)
-	if c.manifest.Stream != c.info.Stream || c.manifest.InfoSHA256 != hex.EncodeToString(infoSum[:]) {
-		return "", refuse("its info is not what its manifest describes")
+	var err error
+	if c.manifest, err = r.readManifest(ctx, c, manifest[0]); err != nil {
+		return "", err
 	}
 	d := c.digest(ctx)
 	for i := range c.chunks {
@@ -253,6 +246,54 @@ func (r Reader) verify(ctx context.Context, c *Cast, infoData []byte, manifest, 
 	}
 	c.checked = true
 	return Verified, nil
+}
+
+// checkLive checks the live mark at key of the recording under dir: signed
+// by its writer within liveGrace. Refusals wrap ErrNotAsWritten.
+func (r Reader) checkLive(ctx context.Context, dir, key string) error {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w: %s", dir, ErrNotAsWritten, fmt.Sprintf(format, args...))
+	}
+	var mark liveMark
+	if err := r.readJSON(ctx, key, &mark); err != nil {
+		return refuse("its live mark cannot be read: %v", err)
+	}
+	if err := r.Keys.verify(mark.Key, mark.MAC, mark.signedBytes(dir)); err != nil {
+		return refuse("it has no manifest, and its live mark: %v", err)
+	}
+	clk := r.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if age := clk.Since(mark.Time); age > liveGrace {
+		return refuse("it has no manifest, and its writer last said that it is live %s ago: it stopped without one, or the manifest was removed",
+			age.Round(time.Second))
+	}
+	return nil
+}
+
+// readManifest reads the manifest at key of c and checks its signature and
+// that it describes c's info. Refusals wrap ErrNotAsWritten, other errors
+// are the store's.
+func (r Reader) readManifest(ctx context.Context, c *Cast, key string) (*Manifest, error) {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w: %s", c.dir, ErrNotAsWritten, fmt.Sprintf(format, args...))
+	}
+	data, err := r.Store.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{}
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, refuse("its manifest cannot be read: %v", err)
+	}
+	if err := r.Keys.verify(m.Key, m.MAC, m.signedBytes(c.dir)); err != nil {
+		return nil, refuse("its manifest: %v", err)
+	}
+	if m.Stream != c.info.Stream || m.InfoSHA256 != c.infoSHA256 {
+		return nil, refuse("its info is not what its manifest describes")
+	}
+	return m, nil
 }
 
 // Write writes the asciicast to w, built one chunk at a time; its header
@@ -285,9 +326,14 @@ func (c *Cast) digest(ctx context.Context) *castDigest {
 
 func (d *castDigest) chunk(i int) ([]byte, error) {
 	chunk, err := d.cast.store.Get(d.ctx, d.cast.chunks[i])
+	d.add(chunk)
+	return chunk, err
+}
+
+// add takes note of a chunk read.
+func (d *castDigest) add(chunk []byte) {
 	d.sum.Write(chunk)
 	d.length += int64(len(chunk))
-	return chunk, err
 }
 
 // check compares what was read with the manifest.
@@ -340,16 +386,7 @@ func (r Reader) Requests(ctx context.Context, namespace, name string, limit int,
 	if err != nil {
 		return "", err
 	}
-	var chunks []store.Object
-	for _, o := range objects {
-		parts := strings.Split(o.Key, "/")
-		if len(parts) == 5 && parts[3] == requestsDir && (from == nil || from.Key == o.Key || from.before(o)) {
-			chunks = append(chunks, o)
-		}
-	}
-	sort.Slice(chunks, func(i, j int) bool {
-		return requestsPosition{Modified: chunks[i].Modified.UnixNano(), Key: chunks[i].Key}.before(chunks[j])
-	})
+	chunks := requestChunks(objects, func(o store.Object) bool { return from == nil || from.Key == o.Key || from.before(o) })
 	sent := 0
 	for _, o := range chunks {
 		start := 0
@@ -375,6 +412,22 @@ func (r Reader) Requests(ctx context.Context, namespace, name string, limit int,
 		}
 	}
 	return "", nil
+}
+
+// requestChunks picks the chunks of a request log that keep takes from a
+// session's objects, in the order they were written.
+func requestChunks(objects []store.Object, keep func(store.Object) bool) []store.Object {
+	var chunks []store.Object
+	for _, o := range objects {
+		parts := strings.Split(o.Key, "/")
+		if len(parts) == 5 && parts[3] == requestsDir && keep(o) {
+			chunks = append(chunks, o)
+		}
+	}
+	sort.Slice(chunks, func(i, j int) bool {
+		return requestsPosition{Modified: chunks[i].Modified.UnixNano(), Key: chunks[i].Key}.before(chunks[j])
+	})
+	return chunks
 }
 
 func encodePosition(p requestsPosition) string {

@@ -52,7 +52,7 @@ func testReader(s store.Store) Reader {
 }
 
 // newLocalStore is a local store in the test's directory.
-func newLocalStore(t *testing.T) *store.Local {
+func newLocalStore(t testing.TB) *store.Local {
 	t.Helper()
 	local, err := store.NewLocal(t.TempDir())
 	if err != nil {

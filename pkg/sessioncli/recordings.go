@@ -19,6 +19,8 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/rest"
 
 	"github.com/clustergate/clustergate/pkg/recording"
 )
@@ -26,6 +28,26 @@ import (
 // readRecordings reads what sessions/NAME/recordings/PATH... answers to
 // a query of params.
 func (g *globals) readRecordings(ctx context.Context, name string, params map[string]string, path ...string) ([]byte, error) {
+	req, err := g.recordingsRequest(name, params, path...)
+	if err != nil {
+		return nil, err
+	}
+	body, err := req.DoRaw(ctx)
+	if err != nil {
+		// The clientset's decoder does not take the Status of a raw
+		// answer: read it here, so that a refusal says why.
+		var status metav1.Status
+		if json.Unmarshal(body, &status) == nil && status.Kind == "Status" && status.Message != "" {
+			return nil, &apierrors.StatusError{ErrStatus: status}
+		}
+		return nil, err
+	}
+	return body, nil
+}
+
+// recordingsRequest is a GET of sessions/NAME/recordings/PATH... with
+// params.
+func (g *globals) recordingsRequest(name string, params map[string]string, path ...string) (*rest.Request, error) {
 	ns, err := g.namespace()
 	if err != nil {
 		return nil, err
@@ -41,17 +63,7 @@ func (g *globals) readRecordings(ctx context.Context, name string, params map[st
 			req = req.Param(k, v)
 		}
 	}
-	body, err := req.DoRaw(ctx)
-	if err != nil {
-		// The clientset's decoder does not take the Status of a raw
-		// answer: read it here, so that a refusal says why.
-		var status metav1.Status
-		if json.Unmarshal(body, &status) == nil && status.Kind == "Status" && status.Message != "" {
-			return nil, &apierrors.StatusError{ErrStatus: status}
-		}
-		return nil, err
-	}
-	return body, nil
+	return req, nil
 }
 
 // escapedHelp says how the tables of recordings and history show what the
@@ -127,6 +139,15 @@ func printStreams(out, errOut io.Writer, streams []recording.StreamSummary) erro
 // printRequests prints a table of a request log; an entry that was cut,
 // or one that records lost entries, says so in its path.
 func printRequests(out, errOut io.Writer, requests []recording.Request) error {
+	if len(requests) == 0 {
+		_, err := fmt.Fprintf(errOut, "No requests found.\n")
+		return err
+	}
+	return printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(requestTable(requests), out)
+}
+
+// requestTable is the table of a request log, its cells escaped.
+func requestTable(requests []recording.Request) *metav1.Table {
 	rows := make([][]any, 0, len(requests))
 	for _, r := range requests {
 		path := r.Path
@@ -142,8 +163,7 @@ func printRequests(out, errOut io.Writer, requests []recording.Request) error {
 		rows = append(rows, []any{r.Time.UTC().Format(time.RFC3339), r.Way, r.Method, path, r.Status,
 			r.BytesIn, r.BytesOut, r.Duration, orNone(r.Stream)})
 	}
-	return printRows(out, errOut, "requests",
-		[]string{"Time", "Way", "Method", "Path", "Status", "In", "Out", "Duration", "Stream"}, rows)
+	return newTable([]string{"Time", "Way", "Method", "Path", "Status", "In", "Out", "Duration", "Stream"}, rows)
 }
 
 func orNone(s string) string {
@@ -184,16 +204,31 @@ func (g *globals) readRequestLog(ctx context.Context, name string) ([]recording.
 
 func newHistoryCommand(g *globals) *cobra.Command {
 	var output string
+	var follow bool
 	cmd := &cobra.Command{
-		Use:   "history NAME [-o json]",
+		Use:   "history NAME [-o json] [--follow]",
 		Short: "Show the request log of a session, every request through it from either way in (needs get on sessions/recordings)",
 		Long: `Shows the request log of a session, every request through it from either way in.
+--follow keeps showing each request as it is recorded (within the server's flush
+interval, 2 s by default) until Ctrl-C; with -o json, one JSON entry a line.
 
 ` + escapedHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
+			}
+			if follow {
+				first := true
+				return g.followRequests(cmd.Context(), args[0], func(line []byte, r *recording.Request) error {
+					if output == "json" {
+						_, err := g.streams.Out.Write(append(line, '\n'))
+						return err
+					}
+					headers := first
+					first = false
+					return printRequestRows(g.streams.Out, []recording.Request{*r}, headers)
+				})
 			}
 			log, err := g.readRequestLog(cmd.Context(), args[0])
 			if err != nil {
@@ -210,15 +245,16 @@ func newHistoryCommand(g *globals) *cobra.Command {
 		},
 	}
 	outputFlag(cmd, &output)
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "Keep showing each request as it is recorded, until Ctrl-C.")
 	return cmd
 }
 
 func newReplayCommand(g *globals) *cobra.Command {
 	var output string
 	var speed float64
-	var unverified, raw bool
+	var unverified, raw, follow bool
 	cmd := &cobra.Command{
-		Use:   "replay NAME STREAM [--speed N] [--unverified] [--raw] [-o json]",
+		Use:   "replay NAME STREAM [--speed N] [--unverified] [--raw] [-o json] [--follow]",
 		Short: "Play a recorded stream in the terminal with its recorded timing (-o json: the asciicast v2 file, for asciinema)",
 		Long: `Plays what the stream's target wrote, with the recorded pauses divided by --speed
 (0: no pauses). What the user typed is played too for streams without a terminal
@@ -236,7 +272,13 @@ and SOS string (sixel images included), requests for reports (device status and
 attributes, modes, window size), window operations, mouse and focus reporting,
 keyboard modes, the answerback (ENQ), their 8-bit C1 forms, and anything
 malformed. Standard error says how many were left out. --raw plays every byte as
-recorded; -o json is the recording itself, unchanged.`,
+recorded; -o json is the recording itself, unchanged.
+
+--follow plays a stream that is still recorded as it happens: each write of the
+target appears within the server's flush interval (2 s by default), until the
+stream ends; standard error then says that the server verified the whole
+recording against its signed manifest, or why it could not (an error). A stream
+that already ended plays as without --follow, without pauses.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -249,6 +291,9 @@ recorded; -o json is the recording itself, unchanged.`,
 			if unverified {
 				params = map[string]string{"unverified": "true"}
 			}
+			if follow {
+				return g.replayFollowing(cmd.Context(), args[0], args[1], params, output, raw)
+			}
 			data, err := g.readRecordings(cmd.Context(), args[0], params, "streams", args[1])
 			if err != nil {
 				return err
@@ -258,10 +303,10 @@ recorded; -o json is the recording itself, unchanged.`,
 				return err
 			}
 			if raw {
-				return replay(cmd.Context(), data, speed, g.streams.Out, g.streams.ErrOut)
+				return replay(cmd.Context(), bytes.NewReader(data), speed, g.streams.Out, g.streams.ErrOut)
 			}
 			filter := newTermFilter(g.streams.Out)
-			err = errors.Join(replay(cmd.Context(), data, speed, filter, g.streams.ErrOut), filter.Close())
+			err = errors.Join(replay(cmd.Context(), bytes.NewReader(data), speed, filter, g.streams.ErrOut), filter.Close())
 			if n := filter.Dropped(); n > 0 {
 				fmt.Fprintf(g.streams.ErrOut, "[%d control sequences that act on the terminal rather than draw left out; --raw plays them]\n", n)
 			}
@@ -272,54 +317,111 @@ recorded; -o json is the recording itself, unchanged.`,
 	cmd.Flags().BoolVar(&unverified, "unverified", false,
 		"Play a recording the server cannot verify (its header and standard error say why), e.g. one whose replica died before it finished.")
 	cmd.Flags().BoolVar(&raw, "raw", false, "Play every byte as recorded, control sequences that act on your terminal included.")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "Play a live stream as it happens, until it ends.")
 	outputFlag(cmd, &output)
 	return cmd
 }
 
+// replayFollowing plays a stream as it is recorded: through the terminal
+// filter unless raw, or as the asciicast's lines with -o json.
+func (g *globals) replayFollowing(ctx context.Context, name, stream string, params map[string]string, output string, raw bool) error {
+	p := &player{out: g.streams.Out, errOut: g.streams.ErrOut, following: true}
+	if output == "json" {
+		p.out, p.errOut = io.Discard, io.Discard
+		return g.followCast(ctx, name, stream, params, p, func(line []byte) error {
+			_, err := g.streams.Out.Write(append(line, '\n'))
+			return err
+		})
+	}
+	if raw {
+		return g.followCast(ctx, name, stream, params, p, nil)
+	}
+	filter := newTermFilter(g.streams.Out)
+	p.out = filter
+	err := errors.Join(g.followCast(ctx, name, stream, params, p, nil), filter.Close())
+	if n := filter.Dropped(); n > 0 {
+		fmt.Fprintf(g.streams.ErrOut, "[%d control sequences that act on the terminal rather than draw left out; --raw plays them]\n", n)
+	}
+	return err
+}
+
 // replay plays an asciicast v2 recording: output (and input without a
 // terminal) to out, how the command ended to errOut, escaped.
-func replay(ctx context.Context, cast []byte, speed float64, out, errOut io.Writer) error {
-	scanner := bufio.NewScanner(bytes.NewReader(cast))
+func replay(ctx context.Context, cast io.Reader, speed float64, out, errOut io.Writer) error {
+	scanner := bufio.NewScanner(cast)
 	scanner.Buffer(nil, 16<<20)
 	if !scanner.Scan() {
 		return fmt.Errorf("the recording is empty")
 	}
+	p := &player{speed: speed, out: out, errOut: errOut}
+	if err := p.header(scanner.Bytes()); err != nil {
+		return err
+	}
+	for scanner.Scan() {
+		if _, _, err := p.event(ctx, scanner.Bytes()); err != nil {
+			return err
+		}
+	}
+	return scanner.Err()
+}
+
+// player plays the lines of an asciicast v2 recording, header first.
+type player struct {
+	speed       float64
+	out, errOut io.Writer
+	// following says that the recording is played as it is recorded: a
+	// live one is expected.
+	following bool
+	tty       bool
+	last      float64
+}
+
+// header reads the recording's header and says on errOut when it is not
+// verified.
+func (p *player) header(line []byte) error {
 	var header struct {
 		Version                 int
 		Clustergate             recording.StreamInfo
 		ClustergateVerification string
 	}
-	if err := json.Unmarshal(scanner.Bytes(), &header); err != nil || header.Version != 2 {
+	if err := json.Unmarshal(line, &header); err != nil || header.Version != 2 {
 		return fmt.Errorf("not an asciicast v2 recording")
 	}
-	if v := header.ClustergateVerification; v != "" && v != recording.Verified {
-		fmt.Fprintf(errOut, "Warning: this recording is %s\n", v)
+	p.tty = header.Clustergate.TTY
+	switch v := header.ClustergateVerification; {
+	case p.following && v == recording.Live:
+		fmt.Fprintf(p.errOut, "[following %s as it is recorded]\n", escapeLine(header.Clustergate.Stream))
+	case v != "" && v != recording.Verified:
+		fmt.Fprintf(p.errOut, "Warning: this recording is %s\n", v)
 	}
-	last := 0.0
-	for scanner.Scan() {
-		var e []any
-		if json.Unmarshal(scanner.Bytes(), &e) != nil || len(e) != 3 {
-			continue
-		}
-		at, _ := e[0].(float64)
-		kind, _ := e[1].(string)
-		data, _ := e[2].(string)
-		if speed > 0 && at > last {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration((at - last) / speed * float64(time.Second))):
-			}
-		}
-		last = at
-		switch {
-		case kind == "o", kind == "i" && !header.Clustergate.TTY:
-			if _, err := io.WriteString(out, data); err != nil {
-				return err
-			}
-		case kind == "m":
-			fmt.Fprintf(errOut, "[%s]\n", escapeLine(data))
+	return nil
+}
+
+// event plays an event line after the recorded pause divided by speed,
+// and returns its kind and data; a line that is no event is skipped.
+func (p *player) event(ctx context.Context, line []byte) (kind, data string, err error) {
+	var e []any
+	if json.Unmarshal(line, &e) != nil || len(e) != 3 {
+		return "", "", nil //nolint:nilerr // a line that is no event is skipped, as players do
+	}
+	at, _ := e[0].(float64)
+	kind, _ = e[1].(string)
+	data, _ = e[2].(string)
+	if p.speed > 0 && at > p.last {
+		select {
+		case <-ctx.Done():
+			return "", "", ctx.Err()
+		case <-time.After(time.Duration((at - p.last) / p.speed * float64(time.Second))):
 		}
 	}
-	return scanner.Err()
+	p.last = at
+	switch {
+	case kind == "o", kind == "i" && !p.tty:
+		if _, err := io.WriteString(p.out, data); err != nil {
+			return "", "", err
+		}
+	case kind == "m":
+		fmt.Fprintf(p.errOut, "[%s]\n", escapeLine(data))
+	}
+	return kind, data, nil
 }

@@ -6,6 +6,7 @@ package sessioncli
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -23,7 +24,7 @@ func TestReplaySaysUnverified(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			if err := replay(context.Background(), []byte(tt.header+"\n"+`[0.1, "o", "hi"]`+"\n"), 0, &out, &errOut); err != nil {
+			if err := replay(context.Background(), strings.NewReader(tt.header+"\n"+`[0.1, "o", "hi"]`+"\n"), 0, &out, &errOut); err != nil {
 				t.Fatal(err)
 			}
 			if out.String() != "hi" || errOut.String() != tt.want {

@@ -23,6 +23,11 @@ func printRows(out, errOut io.Writer, what string, columns []string, rows [][]an
 		_, err := fmt.Fprintf(errOut, "No %s found.\n", what)
 		return err
 	}
+	return printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(newTable(columns, rows), out)
+}
+
+// newTable is a table of rows, their text cells escaped.
+func newTable(columns []string, rows [][]any) *metav1.Table {
 	table := &metav1.Table{}
 	for _, c := range columns {
 		table.ColumnDefinitions = append(table.ColumnDefinitions, metav1.TableColumnDefinition{Name: c, Type: "string"})
@@ -31,7 +36,7 @@ func printRows(out, errOut io.Writer, what string, columns []string, rows [][]an
 		table.Rows = append(table.Rows, metav1.TableRow{Cells: cells})
 	}
 	escapeCells(table)
-	return printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(table, out)
+	return table
 }
 
 // escapeCells escapes, in every text cell of table, the controls kubectl's

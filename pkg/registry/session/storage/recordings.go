@@ -35,6 +35,12 @@ import (
 //	GET .../sessions/NAME/recordings/requests         the request log (JSON, streamed; limit and continue page it)
 //	GET .../sessions/NAME/recordings/streams/STREAM   one stream (asciicast v2)
 //
+// With ?follow=true the last two keep the answer open: a live stream's
+// asciicast is sent as its writer stores each chunk and ends with the
+// stream, its manifest checked (recording.Reader.Follow); the request log
+// is sent as JSON lines, then each entry as it is stored, until the client
+// goes away.
+//
 // A stream is served only when its writer vouches for it (a signed
 // manifest that describes it, or a recent live mark, see
 // recording.Reader.OpenCast), unless the request asks for it with
@@ -56,6 +62,9 @@ const (
 	RequestLogKind    = "SessionRequestLog"
 	// CastContentType is asciicast v2's media type.
 	CastContentType = "application/x-asciicast"
+	// RequestLogFollowContentType is the type of a followed request log:
+	// one JSON entry a line.
+	RequestLogFollowContentType = "application/jsonl"
 )
 
 // New returns the options of a request, the path below the subresource.
@@ -128,6 +137,10 @@ func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, re
 		cast, err := r.reader.OpenCast(req.Context(), namespace, name, stream, unverified)
 		switch {
 		case errors.Is(err, recording.ErrNoStream):
+			if why := r.reader.OutOfReach(stream); why != "" {
+				responder.Error(apierrors.NewServiceUnavailable(why))
+				return
+			}
 			responder.Error(notFound)
 			return
 		case errors.Is(err, recording.ErrNotAsWritten):
@@ -146,6 +159,10 @@ func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, re
 			klog.InfoS("Recording read although not verified", "session", klog.KRef(namespace, name), "stream", stream, "verification", v)
 			warning.AddWarning(req.Context(), "", "recording "+stream+" is "+v)
 		}
+		if Following(req) {
+			r.follow(req.Context(), namespace, name, stream, cast, w)
+			return
+		}
 		// The asciicast is written as it is built, so that a long
 		// recording never sits in the server's memory whole.
 		if err := cast.Write(req.Context(), w); err != nil {
@@ -155,6 +172,40 @@ func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, re
 			panic(http.ErrAbortHandler)
 		}
 	})
+}
+
+// FollowParameter is the query parameter that keeps the answer open and
+// sends a live stream's recording, or the request log, as it is written.
+const FollowParameter = "follow"
+
+// Following says whether a request to sessions/recordings asks to follow:
+// the server counts it as long-running, not cut at the request timeout.
+func Following(req *http.Request) bool { return req.URL.Query().Get(FollowParameter) == "true" }
+
+// follow writes the stream's asciicast as its writer stores it, until the
+// stream ends or the client goes away (the request's context ends). An
+// end that is not verified aborts the answer after the event that says
+// why: the client must not take it for the whole recording.
+func (r *RecordingsREST) follow(ctx context.Context, namespace, name, stream string, cast *recording.Cast, w http.ResponseWriter) {
+	flush := flusher(w)
+	// The client learns at once that it follows, not at the first output.
+	w.WriteHeader(http.StatusOK)
+	flush()
+	err := r.reader.Follow(ctx, cast, w, flush)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		// The client went away.
+	default:
+		klog.ErrorS(err, "Follow of a recording ended before its verified end", "session", klog.KRef(namespace, name), "stream", stream)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// flusher returns what sends what w holds to the client now.
+func flusher(w http.ResponseWriter) func() {
+	rc := http.NewResponseController(w)
+	return func() { _ = rc.Flush() }
 }
 
 // list wraps items as a list of kind, in the API's group and version.
@@ -172,6 +223,10 @@ func list[T any](kind string, items []T) map[string]any {
 func (r *RecordingsREST) requestLog(namespace, name string, responder rest.Responder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		query := req.URL.Query()
+		if Following(req) {
+			r.followRequestLog(namespace, name, w, req)
+			return
+		}
 		limit := 0
 		if s := query.Get("limit"); s != "" {
 			var err error
@@ -211,6 +266,25 @@ func (r *RecordingsREST) requestLog(namespace, name string, responder rest.Respo
 		fmt.Fprintf(out, `],"metadata":%s}`, metadata)
 		_ = out.Flush()
 	})
+}
+
+// followRequestLog writes the request log as JSON lines, one entry a line,
+// and then each entry as its chunk is stored, until the client goes away.
+func (r *RecordingsREST) followRequestLog(namespace, name string, w http.ResponseWriter, req *http.Request) {
+	flush := flusher(w)
+	w.Header().Set("Content-Type", RequestLogFollowContentType)
+	w.WriteHeader(http.StatusOK)
+	flush()
+	out := bufio.NewWriterSize(w, 32<<10)
+	enc := json.NewEncoder(out)
+	err := r.reader.FollowRequests(req.Context(), namespace, name, func(entry *recording.Request) error { return enc.Encode(entry) }, func() {
+		_ = out.Flush()
+		flush()
+	})
+	if err != nil && req.Context().Err() == nil {
+		klog.ErrorS(err, "Follow of a request log ended", "session", klog.KRef(namespace, name))
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // sentWriter counts what reached the client, and says the answer is JSON
