@@ -52,6 +52,7 @@ func TestDiscovery(t *testing.T) {
 		"gardenerclusterkubeconfigs":        "namespaced=true short=[gck] categories=[clustergate]",
 		"gardenerclusterkubeconfigs/status": "namespaced=true short=[] categories=[]",
 		"sessionlocks":                      "namespaced=false short=[slock] categories=[clustergate]",
+		"sessionapprovalpolicies":           "namespaced=false short=[sap] categories=[clustergate]",
 		"shoots":                            "namespaced=true short=[] categories=[]",
 		"clusters":                          "namespaced=true short=[] categories=[]",
 	}
