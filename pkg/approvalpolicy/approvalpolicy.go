@@ -200,7 +200,7 @@ func Refusal(s *clustergate.Session, user string, groups []string) string {
 	}
 	a := applied.Approvers
 	if (len(a.Users) > 0 || len(a.Groups) > 0) && !slices.Contains(a.Users, user) && shares(a.Groups, groups) == "" {
-		return fmt.Sprintf("SessionApprovalPolicy %q lets only %s decide", applied.Name, Who(a))
+		return fmt.Sprintf("SessionApprovalPolicy %q lets only %s decide", applied.Name, Who(a.Users, a.Groups))
 	}
 	if g := shares(a.ExcludeOwnerGroups, sharedWith(groups, s.Spec.Owner.Groups)); g != "" {
 		return fmt.Sprintf("SessionApprovalPolicy %q refuses approvers who share the group %q with the owner %q", applied.Name, g, s.Spec.Owner.Username)
@@ -208,18 +208,18 @@ func Refusal(s *clustergate.Session, user string, groups []string) string {
 	return ""
 }
 
-// Who says who may decide under approvers: "the users [..] and the groups
-// [..]", or "holders of the verb approve".
-func Who(a *clustergate.SessionApprovers) string {
+// Who says who may decide when users and groups are named: "the users
+// [..] and the members of the groups [..]", or, with neither, "holders of
+// the verb "approve"". It takes the lists alone so that clients of any API
+// version say it alike.
+func Who(users, groups []string) string {
 	switch {
-	case a == nil:
-		return "holders of the verb \"approve\""
-	case len(a.Users) > 0 && len(a.Groups) > 0:
-		return fmt.Sprintf("the users %q and the members of the groups %q", a.Users, a.Groups)
-	case len(a.Users) > 0:
-		return fmt.Sprintf("the users %q", a.Users)
-	case len(a.Groups) > 0:
-		return fmt.Sprintf("the members of the groups %q", a.Groups)
+	case len(users) > 0 && len(groups) > 0:
+		return fmt.Sprintf("the users %q and the members of the groups %q", users, groups)
+	case len(users) > 0:
+		return fmt.Sprintf("the users %q", users)
+	case len(groups) > 0:
+		return fmt.Sprintf("the members of the groups %q", groups)
 	}
 	return "holders of the verb \"approve\""
 }
