@@ -50,8 +50,8 @@ func TestApprovalPolicyOnStorage(t *testing.T) {
 	shop := &clustergate.SessionApprovalPolicy{ObjectMeta: metav1.ObjectMeta{Name: "shop"}, Spec: clustergate.SessionApprovalPolicySpec{
 		Sessions:         clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{{Shoot: &clustergate.ShootReference{Name: "prod"}}}},
 		ApprovalRequired: true, MaxTTL: &metav1.Duration{Duration: 4 * time.Hour},
-		Approvers:        &clustergate.SessionApprovers{Count: 2, Groups: []string{"shop-oncall"}},
-		AutoApprove:      &clustergate.SessionAutoApproval{Groups: []string{"oncall"}, MaxTTL: metav1.Duration{Duration: time.Hour}},
+		Approvers:   &clustergate.SessionApprovers{Count: 2, Groups: []string{"shop-oncall"}},
+		AutoApprove: &clustergate.SessionAutoApproval{Groups: []string{"oncall"}, MaxTTL: metav1.Duration{Duration: time.Hour}},
 	}}
 	if _, err := policies.Create(cluster, shop, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
