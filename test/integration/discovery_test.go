@@ -159,7 +159,7 @@ func TestOpenAPIV3ForKubectl(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifier := resource.NewQueryParamVerifierV3(dynamic.NewForConfigOrDie(config), dc.OpenAPIV3(), resource.QueryParamFieldValidation)
-	for _, kind := range []string{"Session", "GardenerClusterKubeconfig"} {
+	for _, kind := range []string{"Session", "GardenerClusterKubeconfig", "SessionApprovalPolicy"} {
 		if err := verifier.HasSupport(v1alpha1.SchemeGroupVersion.WithKind(kind)); err != nil {
 			t.Errorf("kubectl would validate %s objects on the client: %v", kind, err)
 		}
