@@ -48,7 +48,7 @@ func TestApprovalPolicy(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "shop-viewer"}, Spec: v1alpha1.SessionApprovalPolicySpec{
 			Sessions:         v1alpha1.SessionSelector{Namespaces: []string{ns}, Targets: shoot, AccessLevels: []string{"viewer"}},
 			ApprovalRequired: true, Approvers: &v1alpha1.SessionApprovers{Groups: []string{"shop-oncall"}},
-			AutoApprove:      &v1alpha1.SessionAutoApproval{Groups: []string{"oncall"}, MaxTTL: metav1.Duration{Duration: time.Hour}}}},
+			AutoApprove: &v1alpha1.SessionAutoApproval{Groups: []string{"oncall"}, MaxTTL: metav1.Duration{Duration: time.Hour}}}},
 	} {
 		created, err := policies.Create(ctx, p, metav1.CreateOptions{})
 		if err != nil {
