@@ -174,22 +174,6 @@ func Request(applied *clustergate.AppliedApprovalPolicy, typ clustergate.Session
 	return a
 }
 
-// Approved counts the distinct approvers that approved a.
-func Approved(a *clustergate.SessionApproval) int32 {
-	var n int32
-	for i, d := range a.Decisions {
-		if d.Decision == clustergate.ApprovalApproved && !slices.ContainsFunc(a.Decisions[:i], func(e clustergate.ApproverDecision) bool {
-			return e.Approver == d.Approver
-		}) {
-			n++
-		}
-	}
-	return n
-}
-
-// Required is how many distinct approvers a needs: at least one.
-func Required(a *clustergate.SessionApproval) int32 { return max(a.Required, 1) }
-
 // Refusal says why user, with groups, may not decide on the requests of
 // session s under the policy it keeps, or "" when the policy lets them (the
 // verb "approve" and the four-eyes rule are asked elsewhere).

@@ -133,18 +133,3 @@ func TestApplyKeepsAutoApprovalOfItsGroupsOnly(t *testing.T) {
 		t.Errorf("owner not in oncall: applied %+v auto-approves", applied)
 	}
 }
-
-func TestApprovedCountsDistinctApprovers(t *testing.T) {
-	a := clustergate.SessionApproval{Required: 2, Decisions: []clustergate.ApproverDecision{
-		{Approver: "bob", Decision: clustergate.ApprovalApproved}, {Approver: "bob", Decision: clustergate.ApprovalApproved}}}
-	if got := Approved(&a); got != 1 {
-		t.Errorf("Approved = %d, want 1", got)
-	}
-	a.Decisions = append(a.Decisions, clustergate.ApproverDecision{Approver: "carol", Decision: clustergate.ApprovalApproved})
-	if got := Approved(&a); got != 2 {
-		t.Errorf("Approved = %d, want 2", got)
-	}
-	if got := Required(&clustergate.SessionApproval{}); got != 1 {
-		t.Errorf("Required of a request under the flags = %d, want 1", got)
-	}
-}

@@ -6,7 +6,6 @@ package sessioncli
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,24 +17,10 @@ import (
 	"github.com/clustergate/clustergate/pkg/registry/table"
 )
 
-// required is how many distinct approvers a request needs: at least one.
-func required(a *v1alpha1.SessionApproval) int32 { return max(a.Required, 1) }
-
-// approvers are the distinct users who approved a, in order.
-func approvers(a *v1alpha1.SessionApproval) []string {
-	var names []string
-	for _, d := range a.Decisions {
-		if d.Decision == v1alpha1.ApprovalApproved && !slices.Contains(names, d.Approver) {
-			names = append(names, d.Approver)
-		}
-	}
-	return names
-}
-
 // progress says how far a pending request got: "1 of 2 approved (bob)".
 func progress(a *v1alpha1.SessionApproval) string {
-	names := approvers(a)
-	out := fmt.Sprintf("%d of %d approved", len(names), required(a))
+	names := a.Approvers()
+	out := fmt.Sprintf("%d of %d approved", len(names), a.RequiredApprovers())
 	if len(names) > 0 {
 		out += " (" + strings.Join(names, ", ") + ")"
 	}
@@ -76,7 +61,7 @@ func pendingCells(raw []byte) []any {
 		return []any{table.None, table.None, table.None}
 	}
 	a := &s.Status.Approvals[len(s.Status.Approvals)-1]
-	missing := fmt.Sprintf("%d of %d", required(a)-int32(len(approvers(a))), required(a))
+	missing := fmt.Sprintf("%d of %d", a.RequiredApprovers()-int32(len(a.Approvers())), a.RequiredApprovers())
 	who, policy := table.None, table.None
 	if p := s.Status.ApprovalPolicy; p != nil {
 		policy = p.Name
@@ -152,7 +137,7 @@ func describePolicy(s *v1alpha1.Session) string {
 	case v1alpha1.ApprovalApproved:
 		fmt.Fprintf(&b, "approval: approved at once by %s (%q)\n", a.DecidedBy, a.Reason)
 	default:
-		fmt.Fprintf(&b, "approval: required, by %d distinct approver(s)\n", required(a))
+		fmt.Fprintf(&b, "approval: required, by %d distinct approver(s)\n", a.RequiredApprovers())
 		fmt.Fprintf(&b, "may approve: %s; never the owner\n", mayApprove(s))
 	}
 	return b.String()

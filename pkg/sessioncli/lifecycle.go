@@ -79,14 +79,14 @@ func describeLast(s *v1alpha1.Session) string {
 		v1alpha1.ApprovalPending: "waits for approval", v1alpha1.ApprovalApproved: "approved", v1alpha1.ApprovalDenied: "denied",
 	}[a.Decision])
 	switch {
-	case a.Decision == v1alpha1.ApprovalPending && (required(&a) > 1 || len(a.Decisions) > 0):
+	case a.Decision == v1alpha1.ApprovalPending && (a.RequiredApprovers() > 1 || len(a.Decisions) > 0):
 		out += ": " + progress(&a)
 	case a.DecidedBy != "":
 		out += " by " + a.DecidedBy
 		if a.Reason != "" {
 			out += fmt.Sprintf(" (%q)", a.Reason)
 		}
-		if names := approvers(&a); len(names) > 1 {
+		if names := a.Approvers(); len(names) > 1 {
 			out += ", approvers " + strings.Join(names, ", ")
 		}
 	}

@@ -226,7 +226,7 @@ func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) e
 		return d.Approver == requester.GetName()
 	}) {
 		return admission.NewForbidden(a, fmt.Errorf("user %q already decided on the pending request of session %s/%s: it needs %d distinct approvers",
-			requester.GetName(), s.Namespace, s.Name, approvalpolicy.Required(pending)))
+			requester.GetName(), s.Namespace, s.Name, pending.RequiredApprovers()))
 	}
 	return nil
 }

@@ -68,10 +68,10 @@ func (st ApprovalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtim
 	decided.Policy, decided.Required = asked.Policy, asked.Required
 	decided.Decisions = append(slices.Clone(asked.Decisions), decision)
 	AuditReason(ctx, newSession)
-	if decided.Decision == clustergate.ApprovalApproved && approvalpolicy.Approved(decided) < approvalpolicy.Required(decided) {
+	if decided.Decision == clustergate.ApprovalApproved && int32(len(decided.Approvers())) < decided.RequiredApprovers() {
 		// Not enough approvers yet: the request keeps waiting.
 		decided.Decision, decided.Reason = clustergate.ApprovalPending, asked.Reason
-		audit.AddAuditAnnotations(ctx, AuditDecision, fmt.Sprintf("%s Approved (%d of %d)", decided.Type, approvalpolicy.Approved(decided), decided.Required),
+		audit.AddAuditAnnotations(ctx, AuditDecision, fmt.Sprintf("%s Approved (%d of %d)", decided.Type, len(decided.Approvers()), decided.RequiredApprovers()),
 			AuditDecisionReason, decision.Reason)
 		return
 	}
