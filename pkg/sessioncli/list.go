@@ -131,7 +131,7 @@ func (g *globals) getObjects(ctx context.Context, q listQuery, accept string) ([
 		// The rows carry the sessions, whose approvals the added columns show.
 		req = req.Param("includeObject", string(metav1.IncludeObject))
 	}
-	return req.SetHeader("Accept", accept).DoRaw(ctx)
+	return doRaw(ctx, req.SetHeader("Accept", accept))
 }
 
 // printList prints the objects q names as kubectl get prints objects: as

@@ -6,12 +6,14 @@ package sessioncli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -93,6 +95,15 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			{Name: "Approval", Type: "string", Priority: 1}, {Name: "Reason", Type: "string", Priority: 1},
 		},
 	}
+	if r.PathValue("namespace") == "forbidden" {
+		// As kube-apiserver refuses a list RBAC does not allow.
+		refusal := apierrors.NewForbidden(v1alpha1.Resource("sessions"), "", errors.New(`User "bob" cannot list resource "sessions" in API group "clustergate.dev" in the namespace "forbidden"`))
+		refusal.ErrStatus.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(&refusal.ErrStatus)
+		return
+	}
 	selector := r.URL.Query().Get("fieldSelector")
 	if selector != "" && selector != v1alpha1.FieldPendingApproval+"!=" {
 		http.Error(w, "field label not supported: "+selector, http.StatusBadRequest)
@@ -131,6 +142,20 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(answer)
+}
+
+// TestListRefused lists where RBAC refuses the caller: the error is the
+// server's Forbidden, as kubectl prints it, not "unknown", in a table and
+// in every other format.
+func TestListRefused(t *testing.T) {
+	a := newFakeAPI(t)
+	want := `sessions.clustergate.dev is forbidden: User "bob" cannot list resource "sessions" in API group "clustergate.dev" in the namespace "forbidden"`
+	for _, args := range [][]string{{"--pending"}, {"-o", "wide"}, {"-o", "json"}} {
+		_, _, err := a.runCommand(t, nil, append([]string{"list", "-n", "forbidden"}, args...)...)
+		if !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Errorf("list %v: %v, want the server's Forbidden: %s", args, err, want)
+		}
+	}
 }
 
 // scopeCell is the server's SCOPE of a session: its namespaces, or "*".
