@@ -167,7 +167,7 @@ func keepStored(s, old *clustergate.Session) {
 // every status field except kept.
 func resetAllBut(kept fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
 	reset := fieldpath.NewSet(fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("spec"))
-	for _, f := range []string{"expiresAt", "endpoint", "backendURL", "observedGeneration", "conditions", "approvals", "lastUsedAt"} {
+	for _, f := range []string{"expiresAt", "endpoint", "backendURL", "observedGeneration", "conditions", "approvals", "lastUsedAt", "approvalPolicy"} {
 		if p := fieldpath.MakePathOrDie("status", f); !p.Equals(kept) {
 			reset.Insert(p)
 		}
