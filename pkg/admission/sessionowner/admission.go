@@ -10,7 +10,9 @@
 // in a namespace being deleted, whoever may delete sessions (the namespace
 // controller). Through sessions/approval only holders of the verb "approve"
 // decide, never on their own session or request, as CertificateSigningRequest
-// approval asks for "approve" on the signer; through sessions/extension only
+// approval asks for "approve" on the signer, and under the
+// SessionApprovalPolicy the session keeps only the approvers it names, each
+// once per request; through sessions/extension only
 // holders of "extend" who own the session or could have assigned it extend
 // it.
 package sessionowner
