@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
@@ -140,6 +141,50 @@ approval: not required; the session opens at once
 			}
 			if diff := cmp.Diff(tt.want, out); diff != "" {
 				t.Errorf("output (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWaitSaysDecisions: open --wait says what a session waits for and who
+// may approve it, who approved it once it is Ready, and who denied it and
+// why.
+func TestWaitSaysDecisions(t *testing.T) {
+	a := newFakeAPI(t)
+	expires := metav1.NewTime(time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC))
+	ready := []metav1.Condition{{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"}}
+	sessions := map[string]v1alpha1.SessionStatus{
+		"waits": {ApprovalPolicy: shopPolicy(), Approvals: []v1alpha1.SessionApproval{{Type: v1alpha1.ApprovalOpen, Decision: v1alpha1.ApprovalPending,
+			Policy: "shop", Required: 2, Decisions: []v1alpha1.ApproverDecision{{Approver: "bob", Decision: v1alpha1.ApprovalApproved}}}}},
+		"auto": {ExpiresAt: &expires, Conditions: ready, Approvals: []v1alpha1.SessionApproval{{Type: v1alpha1.ApprovalOpen,
+			Decision: v1alpha1.ApprovalApproved, DecidedBy: "policy:shop-viewer", Reason: "auto-approved"}}},
+		"denied": {Approvals: []v1alpha1.SessionApproval{{Type: v1alpha1.ApprovalOpen, Decision: v1alpha1.ApprovalDenied,
+			DecidedBy: "carol", Reason: "no incident", Required: 2}}},
+	}
+	mux := a.Config.Handler.(*http.ServeMux)
+	mux.HandleFunc("GET /apis/clustergate.dev/v1alpha1/namespaces/demo/sessions/{name}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&v1alpha1.Session{TypeMeta: metav1.TypeMeta{Kind: "Session", APIVersion: v1alpha1.SchemeGroupVersion.String()},
+			ObjectMeta: metav1.ObjectMeta{Name: r.PathValue("name"), Namespace: "demo"}, Status: sessions[r.PathValue("name")]})
+	})
+	tests := []struct {
+		name, wantErrOut, wantErr string
+	}{
+		{name: "waits", wantErrOut: `session waits waits for approval, 1 of 2 approved (bob), by the members of the groups ["shop-oncall"] ` +
+			`who share none of the groups ["team-shop"] with the owner (SessionApprovalPolicy "shop"): kubectl session approve waits -n demo` + "\n"},
+		{name: "auto", wantErrOut: `session auto: opening approved by policy:shop-viewer ("auto-approved"); expires at 2026-12-03T16:00:00Z` + "\n"},
+		{name: "denied", wantErr: `session denied: opening denied by carol ("no incident"); no expiry yet`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			streams, _, _, errOut := genericiooptions.NewTestIOStreams()
+			a.g.streams = streams
+			_, err := a.g.waitReady(t.Context(), &v1alpha1.Session{ObjectMeta: metav1.ObjectMeta{Name: tt.name, Namespace: "demo"}}, 5*time.Second, false)
+			if (err == nil && tt.wantErr != "") || (err != nil && err.Error() != tt.wantErr) {
+				t.Errorf("waitReady: %v, want %q", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.wantErrOut, errOut.String()); diff != "" {
+				t.Errorf("error output (-want +got):\n%s", diff)
 			}
 		})
 	}

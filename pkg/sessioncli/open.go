@@ -159,7 +159,7 @@ func (g *globals) waitReady(ctx context.Context, s *v1alpha1.Session, timeout ti
 				return false, fmt.Errorf("session %s: %s", s.Name, describeLast(got))
 			}
 			if !told {
-				fmt.Fprintf(g.streams.ErrOut, "session %s waits for approval (%s) by %s: kubectl session approve %s -n %s\n",
+				fmt.Fprintf(g.streams.ErrOut, "session %s waits for approval, %s, by %s: kubectl session approve %s -n %s\n",
 					s.Name, progress(&got.Status.Approvals[n-1]), mayApprove(got), s.Name, s.Namespace)
 				told = true
 			}
