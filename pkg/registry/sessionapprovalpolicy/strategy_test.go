@@ -53,3 +53,22 @@ func TestTable(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateWarnsThatSessionsKeepThePolicy: a change of the spec bumps the
+// generation, which sessions record, and warns that the sessions created
+// before keep the policy as it was.
+func TestUpdateWarnsThatSessionsKeepThePolicy(t *testing.T) {
+	st := NewStrategy(nil)
+	old := &clustergate.SessionApprovalPolicy{ObjectMeta: metav1.ObjectMeta{Name: "shop", Generation: 1}}
+	same := old.DeepCopy()
+	st.PrepareForUpdate(context.Background(), same, old)
+	if w := st.WarningsOnUpdate(context.Background(), same, old); same.Generation != 1 || len(w) != 0 {
+		t.Errorf("unchanged spec: generation %d, warnings %q; want 1, none", same.Generation, w)
+	}
+	changed := old.DeepCopy()
+	changed.Spec.ApprovalRequired = true
+	st.PrepareForUpdate(context.Background(), changed, old)
+	if w := st.WarningsOnUpdate(context.Background(), changed, old); changed.Generation != 2 || len(w) != 1 {
+		t.Errorf("changed spec: generation %d, warnings %q; want 2, one", changed.Generation, w)
+	}
+}
