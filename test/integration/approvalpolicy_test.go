@@ -67,7 +67,9 @@ func TestApprovalPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Other tests' sessions are alice's too, up to --session-max-per-owner.
-	t.Cleanup(func() { _ = clientset(t).ClustergateV1alpha1().Sessions(ns).Delete(ctx, "alice-admin", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = clientset(t).ClustergateV1alpha1().Sessions(ns).Delete(ctx, "alice-admin", metav1.DeleteOptions{})
+	})
 	if p := s.Status.ApprovalPolicy; p == nil || p.Name != "shop-admin" || s.Status.Approvals[0].Required != 2 {
 		t.Fatalf("status = %+v, want the opening pending under shop-admin, needing 2", s.Status)
 	}
