@@ -25,6 +25,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/proxy"
 	gckstorage "github.com/clustergate/clustergate/pkg/registry/gardenerclusterkubeconfig/storage"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
+	sapstorage "github.com/clustergate/clustergate/pkg/registry/sessionapprovalpolicy/storage"
 	sessionlockstorage "github.com/clustergate/clustergate/pkg/registry/sessionlock/storage"
 	"github.com/clustergate/clustergate/pkg/registry/target"
 	"github.com/clustergate/clustergate/pkg/sessionaccess"
@@ -156,12 +157,17 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	policies, err := sapstorage.NewREST(Scheme, optsGetter)
+	if err != nil {
+		return nil, err
+	}
 	sessions, err := sessionstorage.NewStorage(Scheme, optsGetter, sessionstorage.Config{
 		Limits: c.ExtraConfig.SessionLimits, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.SessionKubeconfig),
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
 		Finalize: !c.ExtraConfig.Standalone,
 		Locks:    locks,
+		Policies: policies,
 	})
 	if err != nil {
 		return nil, err
@@ -183,6 +189,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
 		"sessionlocks":                      locks,
+		"sessionapprovalpolicies":           policies,
 		// Authorization only: who may reach which target.
 		v1alpha1.ResourceShoots:   target.NewREST("shoot", "Shoot"),
 		v1alpha1.ResourceClusters: target.NewREST("cluster", "Cluster"),

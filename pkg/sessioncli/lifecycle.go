@@ -6,6 +6,7 @@ package sessioncli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -77,8 +78,17 @@ func describeLast(s *v1alpha1.Session) string {
 	out := fmt.Sprintf("%s %s", what, map[v1alpha1.ApprovalDecision]string{
 		v1alpha1.ApprovalPending: "waits for approval", v1alpha1.ApprovalApproved: "approved", v1alpha1.ApprovalDenied: "denied",
 	}[a.Decision])
-	if a.DecidedBy != "" {
+	switch {
+	case a.Decision == v1alpha1.ApprovalPending && (a.RequiredApprovers() > 1 || len(a.Decisions) > 0):
+		out += ": " + progress(&a)
+	case a.DecidedBy != "":
 		out += " by " + a.DecidedBy
+		if a.Reason != "" {
+			out += fmt.Sprintf(" (%q)", a.Reason)
+		}
+		if names := a.Approvers(); len(names) > 1 {
+			out += ", approvers " + strings.Join(names, ", ")
+		}
 	}
 	return out + "; " + expiry(s)
 }

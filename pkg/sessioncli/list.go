@@ -50,12 +50,13 @@ func newListCommand(g *globals) *cobra.Command {
 				// The server selects them, so that an approver's list is as
 				// cheap as the requests that wait.
 				q.fieldSelector = v1alpha1.FieldPendingApproval + "!="
+				q.pending = true
 			}
 			return g.printObjects(cmd.Context(), q, output, printer)
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "List the sessions of every namespace.")
-	cmd.Flags().BoolVar(&pending, "pending", false, "List only the sessions whose request to open or extend waits for an approver.")
+	cmd.Flags().BoolVar(&pending, "pending", false, "List only the sessions whose request to open or extend waits for an approver; the table says how many approvals are missing and who may give them.")
 	output.AddFlags(cmd)
 	return cmd
 }
@@ -111,6 +112,8 @@ func tableFormat(output *get.PrintFlags) bool {
 // "", that match a field selector if there is one.
 type listQuery struct {
 	resource, namespace, fieldSelector string
+	// pending adds to a table of sessions the columns of pendingColumns.
+	pending bool
 }
 
 // getObjects GETs the objects q names, in the representation accept asks
@@ -124,7 +127,11 @@ func (g *globals) getObjects(ctx context.Context, q listQuery, accept string) ([
 	if q.fieldSelector != "" {
 		req = req.Param("fieldSelector", q.fieldSelector)
 	}
-	return req.SetHeader("Accept", accept).DoRaw(ctx)
+	if q.pending && accept == tableAccept {
+		// The rows carry the sessions, whose approvals the added columns show.
+		req = req.Param("includeObject", string(metav1.IncludeObject))
+	}
+	return doRaw(ctx, req.SetHeader("Accept", accept))
 }
 
 // printList prints the objects q names as kubectl get prints objects: as
@@ -151,6 +158,12 @@ func (g *globals) printTable(ctx context.Context, q listQuery, printer printers.
 	table := &metav1.Table{}
 	if err := json.Unmarshal(raw, table); err != nil {
 		return fmt.Errorf("reading the server's table: %w", err)
+	}
+	if q.pending {
+		table.ColumnDefinitions = append(table.ColumnDefinitions, pendingColumns...)
+		for i := range table.Rows {
+			table.Rows[i].Cells = append(table.Rows[i].Cells, pendingCells(table.Rows[i].Object.Raw)...)
+		}
 	}
 	// The printer finds each row's namespace and labels in its object.
 	for i := range table.Rows {

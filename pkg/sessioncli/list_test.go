@@ -6,12 +6,14 @@ package sessioncli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,12 +61,20 @@ func (l listedSession) session() (v1alpha1.Session, error) {
 	if l.scope != nil {
 		scope = &v1alpha1.SessionScope{Namespaces: l.scope}
 	}
+	status := v1alpha1.SessionStatus{ExpiresAt: &expires}
+	if l.pending != "" {
+		// Under the issue's policy, bob approved, one more is needed.
+		status.ApprovalPolicy = &v1alpha1.AppliedApprovalPolicy{Name: "shop", Generation: 1, ApprovalRequired: true,
+			Approvers: &v1alpha1.SessionApprovers{Count: 2, Groups: []string{"shop-oncall"}}}
+		status.Approvals = []v1alpha1.SessionApproval{{Type: v1alpha1.SessionApprovalType(l.pending), Decision: v1alpha1.ApprovalPending,
+			Policy: "shop", Required: 2, Decisions: []v1alpha1.ApproverDecision{{Approver: "bob", Decision: v1alpha1.ApprovalApproved}}}}
+	}
 	return v1alpha1.Session{
 		ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: l.namespace, Labels: map[string]string{"team": l.namespace},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl-session", Operation: metav1.ManagedFieldsOperationUpdate}}},
 		Spec: v1alpha1.SessionSpec{TTL: metav1.Duration{Duration: time.Hour}, Owner: v1alpha1.SessionOwner{Username: l.owner},
 			AccessLevel: v1alpha1.AccessLevel{Group: l.group}, Target: target, Reason: l.reason, Scope: scope},
-		Status: v1alpha1.SessionStatus{ExpiresAt: &expires},
+		Status: status,
 	}, err
 }
 
@@ -85,6 +95,15 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			{Name: "Approval", Type: "string", Priority: 1}, {Name: "Reason", Type: "string", Priority: 1},
 		},
 	}
+	if r.PathValue("namespace") == "forbidden" {
+		// As kube-apiserver refuses a list RBAC does not allow.
+		refusal := apierrors.NewForbidden(v1alpha1.Resource("sessions"), "", errors.New(`User "bob" cannot list resource "sessions" in API group "clustergate.dev" in the namespace "forbidden"`))
+		refusal.ErrStatus.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(&refusal.ErrStatus)
+		return
+	}
 	selector := r.URL.Query().Get("fieldSelector")
 	if selector != "" && selector != v1alpha1.FieldPendingApproval+"!=" {
 		http.Error(w, "field label not supported: "+selector, http.StatusBadRequest)
@@ -100,8 +119,14 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		sessions.Items = append(sessions.Items, s)
-		object, err := json.Marshal(&metav1.PartialObjectMetadata{
-			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}, ObjectMeta: s.ObjectMeta})
+		var rowObject any = &metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}, ObjectMeta: s.ObjectMeta}
+		if r.URL.Query().Get("includeObject") == string(metav1.IncludeObject) {
+			full := s
+			full.TypeMeta = metav1.TypeMeta{Kind: "Session", APIVersion: v1alpha1.SchemeGroupVersion.String()}
+			rowObject = &full
+		}
+		object, err := json.Marshal(rowObject)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -117,6 +142,20 @@ func (a *fakeAPI) list(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(answer)
+}
+
+// TestListRefused lists where RBAC refuses the caller: the error is the
+// server's Forbidden, as kubectl prints it, not "unknown", in a table and
+// in every other format.
+func TestListRefused(t *testing.T) {
+	a := newFakeAPI(t)
+	want := `sessions.clustergate.dev is forbidden: User "bob" cannot list resource "sessions" in API group "clustergate.dev" in the namespace "forbidden"`
+	for _, args := range [][]string{{"--pending"}, {"-o", "wide"}, {"-o", "json"}} {
+		_, _, err := a.runCommand(t, nil, append([]string{"list", "-n", "forbidden"}, args...)...)
+		if !apierrors.IsForbidden(err) || err.Error() != want {
+			t.Errorf("list %v: %v, want the server's Forbidden: %s", args, err, want)
+		}
+	}
 }
 
 // scopeCell is the server's SCOPE of a session: its namespaces, or "*".
@@ -157,8 +196,11 @@ sre         audit   carol   shoot/local    viewer   59m       True
 look   bob     cluster/mc-1   viewer   59m   True   demo
 `},
 		{name: "waiting for an approver, of every namespace", args: []string{"--pending", "-A", "-o", "wide"}, want: "" +
-			"NAMESPACE   NAME    OWNER   TARGET        ACCESS   EXPIRES   READY   SCOPE   EXPIRES-AT             APPROVAL   REASON\n" +
-			"sre         audit   carol   shoot/local   viewer   59m       True    *       2026-11-30T11:00:00Z   Pending    audit^H^H^H^H^Hfine^I^[[2K\n"},
+			"NAMESPACE   NAME    OWNER   TARGET        ACCESS   EXPIRES   READY   SCOPE   EXPIRES-AT             APPROVAL   REASON                       MISSING   MAY-APPROVE         POLICY\n" +
+			"sre         audit   carol   shoot/local   viewer   59m       True    *       2026-11-30T11:00:00Z   Pending    audit^H^H^H^H^Hfine^I^[[2K   1 of 2    group:shop-oncall   shop\n"},
+		{name: "waiting: how many approvals are missing and who may give them", args: []string{"--pending", "-n", "sre"}, want: "" +
+			"NAME    OWNER   TARGET        ACCESS   EXPIRES   READY   MISSING   MAY-APPROVE         POLICY\n" +
+			"audit   carol   shoot/local   viewer   59m       True    1 of 2    group:shop-oncall   shop\n"},
 		{name: "none waiting", args: []string{"--pending"}, wantErrOut: "No sessions found.\n"},
 		{name: "no sessions", args: []string{"-n", "empty"}, wantErrOut: "No sessions found.\n"},
 		{name: "json", args: []string{"-o", "json"}},

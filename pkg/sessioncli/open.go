@@ -159,13 +159,16 @@ func (g *globals) waitReady(ctx context.Context, s *v1alpha1.Session, timeout ti
 				return false, fmt.Errorf("session %s: %s", s.Name, describeLast(got))
 			}
 			if !told {
-				fmt.Fprintf(g.streams.ErrOut, "session %s waits for approval by a user with the verb approve on sessions: kubectl session approve %s -n %s\n",
-					s.Name, s.Name, s.Namespace)
+				fmt.Fprintf(g.streams.ErrOut, "session %s waits for approval, %s, by %s: kubectl session approve %s -n %s\n",
+					s.Name, progress(&got.Status.Approvals[n-1]), mayApprove(got), s.Name, s.Namespace)
 				told = true
 			}
 			return !throughApproval, nil
 		}
 		if apimeta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.SessionConditionReady) {
+			if len(got.Status.Approvals) > 0 {
+				fmt.Fprintf(g.streams.ErrOut, "session %s: %s\n", s.Name, describeLast(got))
+			}
 			ready = got
 			return true, nil
 		}

@@ -32,10 +32,16 @@ func (g *globals) readRecordings(ctx context.Context, name string, params map[st
 	if err != nil {
 		return nil, err
 	}
+	return doRaw(ctx, req)
+}
+
+// doRaw sends req and returns the answer's body, or, for a refusal, the
+// server's Status as the error: the clientset's decoder does not take the
+// Status of a raw answer, and kubectl would print "unknown" instead of
+// the server's message.
+func doRaw(ctx context.Context, req *rest.Request) ([]byte, error) {
 	body, err := req.DoRaw(ctx)
 	if err != nil {
-		// The clientset's decoder does not take the Status of a raw
-		// answer: read it here, so that a refusal says why.
 		var status metav1.Status
 		if json.Unmarshal(body, &status) == nil && status.Kind == "Status" && status.Message != "" {
 			return nil, &apierrors.StatusError{ErrStatus: status}

@@ -52,6 +52,7 @@ func TestDiscovery(t *testing.T) {
 		"gardenerclusterkubeconfigs":        "namespaced=true short=[gck] categories=[clustergate]",
 		"gardenerclusterkubeconfigs/status": "namespaced=true short=[] categories=[]",
 		"sessionlocks":                      "namespaced=false short=[slock] categories=[clustergate]",
+		"sessionapprovalpolicies":           "namespaced=false short=[sap] categories=[clustergate]",
 		"shoots":                            "namespaced=true short=[] categories=[]",
 		"clusters":                          "namespaced=true short=[] categories=[]",
 	}
@@ -158,7 +159,7 @@ func TestOpenAPIV3ForKubectl(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifier := resource.NewQueryParamVerifierV3(dynamic.NewForConfigOrDie(config), dc.OpenAPIV3(), resource.QueryParamFieldValidation)
-	for _, kind := range []string{"Session", "GardenerClusterKubeconfig"} {
+	for _, kind := range []string{"Session", "GardenerClusterKubeconfig", "SessionApprovalPolicy"} {
 		if err := verifier.HasSupport(v1alpha1.SchemeGroupVersion.WithKind(kind)); err != nil {
 			t.Errorf("kubectl would validate %s objects on the client: %v", kind, err)
 		}

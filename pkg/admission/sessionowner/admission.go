@@ -10,7 +10,9 @@
 // in a namespace being deleted, whoever may delete sessions (the namespace
 // controller). Through sessions/approval only holders of the verb "approve"
 // decide, never on their own session or request, as CertificateSigningRequest
-// approval asks for "approve" on the signer; through sessions/extension only
+// approval asks for "approve" on the signer, and under the
+// SessionApprovalPolicy the session keeps only the approvers it names, each
+// once per request; through sessions/extension only
 // holders of "extend" who own the session or could have assigned it extend
 // it.
 package sessionowner
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -38,6 +41,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/approvalpolicy"
 	"github.com/clustergate/clustergate/pkg/ownership"
 )
 
@@ -194,7 +198,9 @@ func sessionAndRequester(a admission.Attributes, obj runtime.Object, subresource
 }
 
 // validateApproval lets holders of "approve" decide on a session, except on
-// one they own or a request they made: four eyes.
+// one they own or a request they made: four eyes. Under a
+// SessionApprovalPolicy, only the approvers it names who share none of its
+// excluded groups with the owner decide, each once per request.
 func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) error {
 	s, requester, err := sessionAndRequester(a, a.GetOldObject(), "approval")
 	if s == nil || err != nil {
@@ -210,9 +216,21 @@ func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) e
 		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny a request they made on session %s/%s: another approver must",
 			requester.GetName(), s.Namespace, s.Name))
 	}
-	return p.require(ctx, a, requester, s, v1alpha1.VerbApprove, fmt.Sprintf(
+	if err := p.require(ctx, a, requester, s, v1alpha1.VerbApprove, fmt.Sprintf(
 		"user %q may not approve or deny session %s/%s: that needs the verb %q on sessions in namespace %q",
-		requester.GetName(), s.Namespace, s.Name, v1alpha1.VerbApprove, s.Namespace))
+		requester.GetName(), s.Namespace, s.Name, v1alpha1.VerbApprove, s.Namespace)); err != nil {
+		return err
+	}
+	if why := approvalpolicy.Refusal(s, requester.GetName(), requester.GetGroups()); why != "" {
+		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny session %s/%s: %s", requester.GetName(), s.Namespace, s.Name, why))
+	}
+	if pending := validation.Pending(s); pending != nil && slices.ContainsFunc(pending.Decisions, func(d clustergate.ApproverDecision) bool {
+		return d.Approver == requester.GetName()
+	}) {
+		return admission.NewForbidden(a, fmt.Errorf("user %q already decided on the pending request of session %s/%s: it needs %d distinct approvers",
+			requester.GetName(), s.Namespace, s.Name, pending.RequiredApprovers()))
+	}
+	return nil
 }
 
 // validateExtension lets holders of "extend" extend a session they own; one

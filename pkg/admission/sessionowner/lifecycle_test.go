@@ -42,6 +42,23 @@ func TestApproval(t *testing.T) {
 	inProd := pending("alice")
 	inProd.Namespace = "prod"
 	bob := &user.DefaultInfo{Name: "bob"}
+	// underPolicy is alice's session, she in team-shop, under a policy
+	// of two approvers from shop-oncall, none of the owner's team.
+	underPolicy := func(decidedBy ...string) *clustergate.Session {
+		s := pending("alice")
+		s.Spec.Owner.Groups = []string{"team-shop", "system:authenticated"}
+		s.Status.ApprovalPolicy = &clustergate.AppliedApprovalPolicy{Name: "shop-admin", ApprovalRequired: true,
+			Approvers: &clustergate.SessionApprovers{Count: 2, Groups: []string{"shop-oncall"}, ExcludeOwnerGroups: []string{"team-shop"}}}
+		a := &s.Status.Approvals[0]
+		a.Policy, a.Required = "shop-admin", 2
+		for _, name := range decidedBy {
+			a.Decisions = append(a.Decisions, clustergate.ApproverDecision{Approver: name, Decision: clustergate.ApprovalApproved})
+		}
+		return s
+	}
+	oncall := func(name string, groups ...string) user.Info {
+		return &user.DefaultInfo{Name: name, Groups: append([]string{"shop-oncall"}, groups...)}
+	}
 	tests := []struct {
 		name      string
 		session   *clustergate.Session
@@ -56,11 +73,21 @@ func TestApproval(t *testing.T) {
 		{name: "the approver who asked for it", session: pending("bob"), requester: bob, want: "a request they made"},
 		{name: "without approve", session: pending("alice"), requester: root, want: `needs the verb "approve" on sessions`},
 		{name: "approve is per namespace", session: inProd, requester: bob, want: `needs the verb "approve"`},
+		{name: "policy: an approver of its group", session: underPolicy(), requester: oncall("bob")},
+		{name: "policy: the second approver", session: underPolicy("bob"), requester: oncall("carol")},
+		{name: "policy: the owner, though in its group", session: underPolicy(), requester: oncall("alice"), want: "their own session"},
+		{name: "policy: not in its users or groups", session: underPolicy(), requester: &user.DefaultInfo{Name: "dave", Groups: []string{"sre"}},
+			want: `user "dave" may not approve or deny session sre/s: SessionApprovalPolicy "shop-admin" lets only the members of the groups ["shop-oncall"] decide`},
+		{name: "policy: shares an excluded group with the owner", session: underPolicy(), requester: oncall("erin", "team-shop"),
+			want: `SessionApprovalPolicy "shop-admin" refuses approvers who share the group "team-shop" with the owner "alice"`},
+		{name: "policy: the same approver twice", session: underPolicy("bob"), requester: oncall("bob"),
+			want: `user "bob" already decided on the pending request of session sre/s: it needs 2 distinct approvers`},
+		{name: "policy: still needs the verb approve", session: underPolicy(), requester: oncall("root"), want: `needs the verb "approve"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := New()
-			p.SetAuthorizer(allowVerbs(map[string][]string{v1alpha1.VerbApprove: {"alice", "bob"}, v1alpha1.VerbRevoke: {"root"}}))
+			p.SetAuthorizer(allowVerbs(map[string][]string{v1alpha1.VerbApprove: {"alice", "bob", "carol", "dave", "erin"}, v1alpha1.VerbRevoke: {"root"}}))
 			err := p.Validate(context.Background(), updateOf(tt.session, tt.requester, "approval"), nil)
 			checkRefusal(t, err, tt.want)
 		})

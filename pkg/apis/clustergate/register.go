@@ -42,6 +42,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&GardenerClusterKubeconfigList{},
 		&SessionLock{},
 		&SessionLockList{},
+		&SessionApprovalPolicy{},
+		&SessionApprovalPolicyList{},
 	)
 	return nil
 }

@@ -112,6 +112,26 @@ type SessionStatus struct {
 	// LastUsedAt is the last use of the session's proxy the replicas
 	// recorded, coalesced to one write a minute.
 	LastUsedAt *metav1.Time
+	// ApprovalPolicy is the SessionApprovalPolicy that governs the
+	// session's approvals, as it stood at creation; nil under the flags.
+	ApprovalPolicy *AppliedApprovalPolicy
+}
+
+// AppliedApprovalPolicy is what a session keeps of the SessionApprovalPolicy
+// that governs it.
+type AppliedApprovalPolicy struct {
+	// Name is the policy's name.
+	Name string
+	// Generation is the policy's generation that was applied.
+	Generation int64
+	// ApprovalRequired says whether the session and its extensions wait
+	// for approvers.
+	ApprovalRequired bool
+	// Approvers say who may decide and how many must approve.
+	Approvers *SessionApprovers
+	// AutoApprove is the policy's auto-approval, kept only when the owner
+	// was in one of its groups at creation.
+	AutoApprove *SessionAutoApproval
 }
 
 // SessionApproval is a request about a session that needs a decision, and
@@ -131,6 +151,24 @@ type SessionApproval struct {
 	DecidedBy string
 	// DecidedAt is when the approver decided, stamped by the server.
 	DecidedAt *metav1.Time
+	// Reason is the approver's why.
+	Reason string
+	// Policy is the SessionApprovalPolicy the request went through.
+	Policy string
+	// Required is how many distinct approvers must approve; 0 is one.
+	Required int32
+	// Decisions are every approver's decision, oldest first.
+	Decisions []ApproverDecision
+}
+
+// ApproverDecision is one approver's decision on a request.
+type ApproverDecision struct {
+	// Approver is the user who decided.
+	Approver string
+	// Decision is Approved or Denied.
+	Decision ApprovalDecision
+	// DecidedAt is when.
+	DecidedAt metav1.Time
 	// Reason is the approver's why.
 	Reason string
 }
@@ -315,4 +353,78 @@ type SessionLockList struct {
 	metav1.ListMeta
 
 	Items []SessionLock
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionApprovalPolicy says who must approve the sessions it selects, who
+// may do so without a human, and how long and why such a session may be
+// asked for. Cluster-scoped.
+type SessionApprovalPolicy struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+
+	Spec SessionApprovalPolicySpec
+}
+
+// SessionApprovalPolicySpec says which sessions a policy selects and what
+// it asks of them.
+type SessionApprovalPolicySpec struct {
+	// Sessions selects the sessions the policy governs.
+	Sessions SessionSelector
+	// ApprovalRequired makes the selected sessions wait for approvers.
+	ApprovalRequired bool
+	// Approvers say who may decide and how many must approve.
+	Approvers *SessionApprovers
+	// AutoApprove approves some owners' sessions without a human.
+	AutoApprove *SessionAutoApproval
+	// MaxTTL is the longest spec.ttl of a selected session; nil is the
+	// server's.
+	MaxTTL *metav1.Duration
+	// RequireReason refuses a selected session without spec.reason.
+	RequireReason bool
+}
+
+// SessionSelector selects sessions: every member given must match.
+type SessionSelector struct {
+	// Namespaces match sessions in any of them; empty is all.
+	Namespaces []string
+	// Targets match sessions to any of them; empty is all.
+	Targets []SessionLockTarget
+	// AccessLevels match sessions of any of these access groups; empty is all.
+	AccessLevels []string
+	// Scoped, when set, matches only scoped (true) or whole-target (false)
+	// sessions.
+	Scoped *bool
+}
+
+// SessionApprovers say who may decide on a request and how many must
+// approve it.
+type SessionApprovers struct {
+	// Count is how many distinct approvers must approve.
+	Count int32
+	// Users and Groups may decide; with neither, any holder of "approve".
+	Users  []string
+	Groups []string
+	// ExcludeOwnerGroups refuse an approver who shares one with the owner.
+	ExcludeOwnerGroups []string
+}
+
+// SessionAutoApproval approves requests of owners in some groups without a
+// human, up to an access window of MaxTTL.
+type SessionAutoApproval struct {
+	// Groups are the owner's groups that qualify.
+	Groups []string
+	// MaxTTL is the longest access window approved so.
+	MaxTTL metav1.Duration
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionApprovalPolicyList is a list of SessionApprovalPolicies.
+type SessionApprovalPolicyList struct {
+	metav1.TypeMeta
+	metav1.ListMeta
+
+	Items []SessionApprovalPolicy
 }

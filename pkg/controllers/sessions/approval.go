@@ -5,6 +5,7 @@ package sessions
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,7 +70,14 @@ func approvedCondition(s *v1alpha1.Session) *metav1.Condition {
 // decision says who decided, when and why, or that nobody has yet.
 func decision(a v1alpha1.SessionApproval) string {
 	if a.Decision == v1alpha1.ApprovalPending || a.DecidedAt == nil {
-		return "waits for a user with the verb approve on sessions"
+		if a.Policy == "" {
+			return "waits for a user with the verb approve on sessions"
+		}
+		out := fmt.Sprintf("waits for %d distinct approvers under SessionApprovalPolicy %q", a.RequiredApprovers(), a.Policy)
+		if names := a.Approvers(); len(names) > 0 {
+			out += fmt.Sprintf("; approved so far by %s", strings.Join(names, ", "))
+		}
+		return out
 	}
 	out := fmt.Sprintf("%s by %s at %s", map[v1alpha1.ApprovalDecision]string{v1alpha1.ApprovalApproved: "approved", v1alpha1.ApprovalDenied: "denied"}[a.Decision],
 		a.DecidedBy, a.DecidedAt.UTC().Format(time.RFC3339))

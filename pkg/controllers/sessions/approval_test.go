@@ -95,6 +95,15 @@ func TestNextActionApproval(t *testing.T) {
 				s.Status.ObservedGeneration = 1
 			}), Policy: policy},
 			expect: Action{Type: None, RequeueAfter: 9 * time.Minute}},
+		{name: "waiting under a policy: how many and who approved so far",
+			obs: Observed{Session: session(waitsForApproval, func(s *v1alpha1.Session) {
+				a := &s.Status.Approvals[0]
+				a.Policy, a.Required = "shop-admin", 2
+				a.Decisions = []v1alpha1.ApproverDecision{{Approver: "bob", Decision: v1alpha1.ApprovalApproved}}
+			}), Policy: policy},
+			expect: Action{Type: UpdateStatus, RequeueAfter: 9 * time.Minute,
+				Conditions: append(conditions(waiting, policyApplied, notReady(waiting)), approved(v1alpha1.SessionReasonWaitingForApproval, metav1.ConditionUnknown,
+					`the session asked for by alice: waits for 2 distinct approvers under SessionApprovalPolicy "shop-admin"; approved so far by bob`))}},
 		{name: "waited too long: removed",
 			obs:    Observed{Session: session(waitsForApproval), Policy: policy, Now: created.Add(10 * time.Minute)},
 			expect: Action{Type: DeleteSession, Reason: v1alpha1.SessionReasonApprovalTimedOut, Message: "Session not approved within 10m0s; removed"}},

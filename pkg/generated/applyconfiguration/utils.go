@@ -23,6 +23,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 	// Group=clustergate.dev, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithKind("AccessLevel"):
 		return &clustergatev1alpha1.AccessLevelApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("AppliedApprovalPolicy"):
+		return &clustergatev1alpha1.AppliedApprovalPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ApproverDecision"):
+		return &clustergatev1alpha1.ApproverDecisionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterTarget"):
 		return &clustergatev1alpha1.ClusterTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GardenerClusterKubeconfig"):
@@ -41,6 +45,14 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clustergatev1alpha1.SessionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionApproval"):
 		return &clustergatev1alpha1.SessionApprovalApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionApprovalPolicy"):
+		return &clustergatev1alpha1.SessionApprovalPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionApprovalPolicySpec"):
+		return &clustergatev1alpha1.SessionApprovalPolicySpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionApprovers"):
+		return &clustergatev1alpha1.SessionApproversApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionAutoApproval"):
+		return &clustergatev1alpha1.SessionAutoApprovalApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionLock"):
 		return &clustergatev1alpha1.SessionLockApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionLockSpec"):
@@ -51,6 +63,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &clustergatev1alpha1.SessionOwnerApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionScope"):
 		return &clustergatev1alpha1.SessionScopeApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SessionSelector"):
+		return &clustergatev1alpha1.SessionSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionSpec"):
 		return &clustergatev1alpha1.SessionSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SessionStatus"):

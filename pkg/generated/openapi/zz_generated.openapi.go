@@ -23,6 +23,8 @@ import (
 func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	return map[string]common.OpenAPIDefinition{
 		v1alpha1.AccessLevel{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_AccessLevel(ref),
+		v1alpha1.AppliedApprovalPolicy{}.OpenAPIModelName():           schema_pkg_apis_clustergate_v1alpha1_AppliedApprovalPolicy(ref),
+		v1alpha1.ApproverDecision{}.OpenAPIModelName():                schema_pkg_apis_clustergate_v1alpha1_ApproverDecision(ref),
 		v1alpha1.ClusterTarget{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_ClusterTarget(ref),
 		v1alpha1.GardenerClusterKubeconfig{}.OpenAPIModelName():       schema_pkg_apis_clustergate_v1alpha1_GardenerClusterKubeconfig(ref),
 		v1alpha1.GardenerClusterKubeconfigList{}.OpenAPIModelName():   schema_pkg_apis_clustergate_v1alpha1_GardenerClusterKubeconfigList(ref),
@@ -33,6 +35,11 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():              schema_pkg_apis_clustergate_v1alpha1_SecretKeyReference(ref),
 		v1alpha1.Session{}.OpenAPIModelName():                         schema_pkg_apis_clustergate_v1alpha1_Session(ref),
 		v1alpha1.SessionApproval{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionApproval(ref),
+		v1alpha1.SessionApprovalPolicy{}.OpenAPIModelName():           schema_pkg_apis_clustergate_v1alpha1_SessionApprovalPolicy(ref),
+		v1alpha1.SessionApprovalPolicyList{}.OpenAPIModelName():       schema_pkg_apis_clustergate_v1alpha1_SessionApprovalPolicyList(ref),
+		v1alpha1.SessionApprovalPolicySpec{}.OpenAPIModelName():       schema_pkg_apis_clustergate_v1alpha1_SessionApprovalPolicySpec(ref),
+		v1alpha1.SessionApprovers{}.OpenAPIModelName():                schema_pkg_apis_clustergate_v1alpha1_SessionApprovers(ref),
+		v1alpha1.SessionAutoApproval{}.OpenAPIModelName():             schema_pkg_apis_clustergate_v1alpha1_SessionAutoApproval(ref),
 		v1alpha1.SessionKubeconfig{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_SessionKubeconfig(ref),
 		v1alpha1.SessionList{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionList(ref),
 		v1alpha1.SessionLock{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionLock(ref),
@@ -42,6 +49,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SessionOwner{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionOwner(ref),
 		v1alpha1.SessionProxyOptions{}.OpenAPIModelName():             schema_pkg_apis_clustergate_v1alpha1_SessionProxyOptions(ref),
 		v1alpha1.SessionScope{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionScope(ref),
+		v1alpha1.SessionSelector{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionSelector(ref),
 		v1alpha1.SessionSpec{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref),
 		v1alpha1.SessionStatus{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref),
 		v1alpha1.SessionTarget{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_SessionTarget(ref),
@@ -123,6 +131,102 @@ func schema_pkg_apis_clustergate_v1alpha1_AccessLevel(ref common.ReferenceCallba
 				Required: []string{"group"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_AppliedApprovalPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "AppliedApprovalPolicy is what a session keeps of the SessionApprovalPolicy that governs it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the policy's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"generation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Generation is the policy's metadata.generation that was applied.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"approvalRequired": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ApprovalRequired says whether the session and its extensions wait for approvers.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"approvers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Approvers say who may decide and how many must approve.",
+							Ref:         ref(v1alpha1.SessionApprovers{}.OpenAPIModelName()),
+						},
+					},
+					"autoApprove": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AutoApprove is the policy's auto-approval, kept only when the owner was in one of its groups at creation: requests that keep the session within its maxTTL are approved without a human.",
+							Ref:         ref(v1alpha1.SessionAutoApproval{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionApprovers{}.OpenAPIModelName(), v1alpha1.SessionAutoApproval{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_ApproverDecision(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ApproverDecision is one approver's decision on a request.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"approver": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Approver is the user who decided.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"decision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Decision is Approved or Denied.\n\nPossible enum values:\n - `\"Approved\"` was approved.\n - `\"Denied\"` was denied.\n - `\"Pending\"` waits for an approver.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+							Enum:        []interface{}{"Approved", "Denied", "Pending"},
+						},
+					},
+					"decidedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DecidedAt is when.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the approver's why.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"approver", "decision", "decidedAt"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -547,12 +651,311 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionApproval(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"policy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Policy is the SessionApprovalPolicy the request went through, unset under the server's flags. An auto-approval is decided by \"policy:NAME\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"required": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Required is how many distinct approvers must approve; unset is one.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"decisions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Decisions are every approver's decision, oldest first, stamped by the server. The request is approved once required of them approved, and denied by the first denial; decidedBy, decidedAt and reason then repeat the decision that settled it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ApproverDecision{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"type", "requestedBy", "requestedAt", "decision"},
 			},
 		},
 		Dependencies: []string{
-			v1.Duration{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.ApproverDecision{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionApprovalPolicy(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionApprovalPolicy says who must approve the sessions it selects, who may do so without a human, and how long and why such a session may be asked for. Of the policies that select a session when it is created, the strictest governs it (see docs/security.md, \"Approval policies\"), and the session keeps what it said in status.approvalPolicy; with none, the server's flags apply. Cluster-scoped.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says which sessions the policy selects and what it asks of them.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SessionApprovalPolicySpec{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionApprovalPolicySpec{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionApprovalPolicyList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionApprovalPolicyList is a list of SessionApprovalPolicies.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the SessionApprovalPolicies.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SessionApprovalPolicy{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionApprovalPolicy{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionApprovalPolicySpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionApprovalPolicySpec says which sessions a policy selects and what it asks of them.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"sessions": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Sessions selects the sessions the policy governs.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.SessionSelector{}.OpenAPIModelName()),
+						},
+					},
+					"approvalRequired": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ApprovalRequired makes the selected sessions, and their extensions, wait for approvers.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"approvers": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Approvers say who may decide and how many must approve; only with approvalRequired. Unset, one holder of the verb \"approve\" decides.",
+							Ref:         ref(v1alpha1.SessionApprovers{}.OpenAPIModelName()),
+						},
+					},
+					"autoApprove": {
+						SchemaProps: spec.SchemaProps{
+							Description: "AutoApprove approves the sessions of owners in some groups without a human, up to a TTL; only with approvalRequired.",
+							Ref:         ref(v1alpha1.SessionAutoApproval{}.OpenAPIModelName()),
+						},
+					},
+					"maxTTL": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxTTL is the longest spec.ttl of a selected session, within the server's --session-max-ttl.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"requireReason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "RequireReason refuses a selected session without spec.reason.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"sessions"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionApprovers{}.OpenAPIModelName(), v1alpha1.SessionAutoApproval{}.OpenAPIModelName(), v1alpha1.SessionSelector{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionApprovers(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionApprovers say who may decide on a request and how many must approve it. Whoever decides also needs the verb \"approve\" on the session, and never decides on their own session or request.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"count": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Count is how many distinct approvers must approve; 1 to 10, 1 by default. A single denial ends the request.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"users": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Users may decide. With neither users nor groups, any holder of \"approve\" may.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"groups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Groups may decide: their members may.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"excludeOwnerGroups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "ExcludeOwnerGroups refuse an approver who shares one of these groups with the session's owner (spec.owner.groups): nobody approves their own team's session.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionAutoApproval(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionAutoApproval approves requests of owners in some groups without a human.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"groups": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Groups are the owner's groups (spec.owner.groups) that qualify: any one of them.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"maxTTL": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxTTL is the longest access window approved so: a session whose spec.ttl, or an extension that keeps the session's access window, is at most this long is approved by \"policy:NAME\".",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"groups", "maxTTL"},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -974,6 +1377,84 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionScope(ref common.ReferenceCallb
 	}
 }
 
+func schema_pkg_apis_clustergate_v1alpha1_SessionSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionSelector selects sessions: every member given must match (they combine with AND), and an empty selector selects every session.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespaces": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespaces match sessions in any of these namespaces; empty is all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"targets": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Targets match sessions to any of these shoots or clusters; empty is all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SessionLockTarget{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"accessLevels": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "AccessLevels match sessions of any of these access groups (spec.accessLevel.group); empty is all.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"scoped": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Scoped, when set, matches only scoped sessions (true: with spec.scope) or only whole-target ones (false).",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionLockTarget{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1115,11 +1596,17 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref common.ReferenceCall
 							Ref:         ref(v1.Time{}.OpenAPIModelName()),
 						},
 					},
+					"approvalPolicy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ApprovalPolicy is the SessionApprovalPolicy that governs the session's approvals, as it stood when the session was created: a policy changed or deleted later does not change the decisions the session waits for, its extensions included. Unset, no policy matched and the server's flags (--session-approval-groups) apply.",
+							Ref:         ref(v1alpha1.AppliedApprovalPolicy{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.SessionApproval{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1alpha1.AppliedApprovalPolicy{}.OpenAPIModelName(), v1alpha1.SessionApproval{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 

@@ -5,6 +5,8 @@ package session
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,15 +19,20 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/approvalpolicy"
 )
 
 // ApprovalStrategy is the strategy of the sessions/approval subresource,
 // modelled on CertificateSigningRequest approval: the client sends the
 // session with the decision (Approved or Denied) and reason written into
 // its pending approval; everything else it sends is ignored. The server
-// stamps who decided and when, and on an approval moves the expiry: to the
-// approval's time + ttl for the opening, later by the duration for an
-// extension. Who may decide is the SessionOwner admission plugin's question
+// records the decision with who decided and when among the request's
+// decisions. A denial settles the request; an approval does once as many
+// distinct approvers approved as the request requires (one unless a
+// SessionApprovalPolicy asks for more), and until then the request stays
+// pending. On settling it stamps decidedBy and decidedAt and, on an
+// approval, moves the expiry: to the approval's time + ttl for the
+// opening, later by the duration for an extension. Who may decide is the SessionOwner admission plugin's question
 // (the verb "approve", and never on one's own request).
 type ApprovalStrategy struct {
 	Strategy
@@ -52,14 +59,24 @@ func (st ApprovalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtim
 	if n == 0 || n != len(oldSession.Status.Approvals) || oldSession.Status.Approvals[n-1].Decision != clustergate.ApprovalPending {
 		return // validation says what is wrong
 	}
-	decided := &approvals[n-1]
-	if decided.Decision == clustergate.ApprovalPending {
-		return
+	decided, asked := &approvals[n-1], &oldSession.Status.Approvals[n-1]
+	if decided.Decision != clustergate.ApprovalApproved && decided.Decision != clustergate.ApprovalDenied {
+		return // validation says what is wrong
 	}
 	now := metav1.NewTime(st.clock.Now().Truncate(time.Second))
-	decided.DecidedBy, decided.DecidedAt = requester(ctx), &now
-	audit.AddAuditAnnotations(ctx, AuditDecision, string(decided.Type)+" "+string(decided.Decision), AuditDecisionReason, decided.Reason)
+	decision := clustergate.ApproverDecision{Approver: requester(ctx), Decision: decided.Decision, DecidedAt: now, Reason: decided.Reason}
+	decided.Policy, decided.Required = asked.Policy, asked.Required
+	decided.Decisions = append(slices.Clone(asked.Decisions), decision)
 	AuditReason(ctx, newSession)
+	if decided.Decision == clustergate.ApprovalApproved && int32(len(decided.Approvers())) < decided.RequiredApprovers() {
+		// Not enough approvers yet: the request keeps waiting.
+		decided.Decision, decided.Reason = clustergate.ApprovalPending, asked.Reason
+		audit.AddAuditAnnotations(ctx, AuditDecision, fmt.Sprintf("%s Approved (%d of %d)", decided.Type, len(decided.Approvers()), decided.RequiredApprovers()),
+			AuditDecisionReason, decision.Reason)
+		return
+	}
+	decided.DecidedBy, decided.DecidedAt = decision.Approver, &now
+	audit.AddAuditAnnotations(ctx, AuditDecision, string(decided.Type)+" "+string(decided.Decision), AuditDecisionReason, decided.Reason)
 	if decided.Decision != clustergate.ApprovalApproved {
 		return
 	}
@@ -83,9 +100,11 @@ func (st ApprovalStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Ob
 // ExtensionStrategy is the strategy of the sessions/extension subresource:
 // the client sends the session with status.expiresAt set to when it wants
 // it to end; everything else it sends is ignored. On a session that needed
-// approval the extension waits for an approver as an Extend approval;
-// otherwise the expiry moves at once. It never moves earlier, and no later
-// than the policy's lifetime cap. Who may extend is the SessionOwner
+// approval the extension waits for approvers as an Extend approval, under
+// the same SessionApprovalPolicy as the opening, which approves it at once
+// when it auto-approved the owner and the access window stays within its
+// auto-approval TTL; otherwise the expiry moves at once. It never moves
+// earlier, and no later than the policy's lifetime cap. Who may extend is the SessionOwner
 // admission plugin's question (the verb "extend", and the owner or a holder
 // of "assign").
 type ExtensionStrategy struct {
@@ -116,13 +135,15 @@ func (st ExtensionStrategy) PrepareForUpdate(ctx context.Context, obj, old runti
 		newSession.Status.ExpiresAt = &metav1.Time{Time: later}
 		return
 	}
-	newSession.Status.Approvals = append(newSession.Status.Approvals, clustergate.SessionApproval{
-		Type:        clustergate.ApprovalExtend,
-		Duration:    &metav1.Duration{Duration: later.Sub(current.Time)},
-		RequestedBy: requester(ctx),
-		RequestedAt: metav1.NewTime(st.clock.Now().Truncate(time.Second)),
-		Decision:    clustergate.ApprovalPending,
-	})
+	applied, now := oldSession.Status.ApprovalPolicy, st.clock.Now().Truncate(time.Second)
+	if window := later.Sub(validation.WindowStart(oldSession)); approvalpolicy.AutoApproves(applied, window) {
+		newSession.Status.Approvals = append(newSession.Status.Approvals,
+			approvalpolicy.AutoApproval(applied, clustergate.ApprovalExtend, later.Sub(current.Time), requester(ctx), now, window))
+		newSession.Status.ExpiresAt = &metav1.Time{Time: later}
+		return
+	}
+	newSession.Status.Approvals = append(newSession.Status.Approvals,
+		approvalpolicy.Request(applied, clustergate.ApprovalExtend, later.Sub(current.Time), requester(ctx), now))
 }
 
 // ValidateUpdate validates the extension.
@@ -146,7 +167,7 @@ func keepStored(s, old *clustergate.Session) {
 // every status field except kept.
 func resetAllBut(kept fieldpath.Path) map[fieldpath.APIVersion]*fieldpath.Set {
 	reset := fieldpath.NewSet(fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("spec"))
-	for _, f := range []string{"expiresAt", "endpoint", "backendURL", "observedGeneration", "conditions", "approvals", "lastUsedAt"} {
+	for _, f := range []string{"expiresAt", "endpoint", "backendURL", "observedGeneration", "conditions", "approvals", "lastUsedAt", "approvalPolicy"} {
 		if p := fieldpath.MakePathOrDie("status", f); !p.Equals(kept) {
 			reset.Insert(p)
 		}

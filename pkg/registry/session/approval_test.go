@@ -102,6 +102,7 @@ func TestApprovalStrategy(t *testing.T) {
 	}
 	stamped := func(a clustergate.SessionApproval, d clustergate.ApprovalDecision) clustergate.SessionApproval {
 		a.Decision, a.DecidedBy, a.DecidedAt, a.Reason = d, "bob", decidedAt, "INC-1"
+		a.Decisions = []clustergate.ApproverDecision{{Approver: "bob", Decision: d, DecidedAt: *decidedAt, Reason: "INC-1"}}
 		return a
 	}
 	tests := []struct {

@@ -28,6 +28,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	"github.com/clustergate/clustergate/pkg/approvalpolicy"
 	"github.com/clustergate/clustergate/pkg/registry/finalizers"
 	"github.com/clustergate/clustergate/pkg/registry/table"
 )
@@ -66,8 +67,11 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 // PrepareForCreate drops any status the client sent and writes the parts of
 // the status that are known at creation: the proxy endpoint, and either the
 // expiry or, for an access group that needs approval, the pending approval
-// of the opening (the expiry is then written at approval). Writing the
-// expiry here, not in a controller, means no Session is ever usable without
+// of the opening (the expiry is then written at approval). Whether it needs
+// approval is the word of the SessionApprovalPolicy that governs it, which
+// the session keeps, when the storage found one (WithApprovalPolicy), and
+// otherwise the flags'; a policy's auto-approval is written as an approved
+// opening. Writing the expiry here, not in a controller, means no Session is ever usable without
 // one. A session that names no idle timeout gets the server's default here,
 // not in the scheme's defaults: it is the server's policy, which another
 // server with other flags would not share.
@@ -81,14 +85,22 @@ func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 		finalizers.Add(s, v1alpha1.SessionFinalizer)
 	}
 	s.Status = clustergate.SessionStatus{Endpoint: v1alpha1.ProxyEndpoint(s.Namespace, s.Name)}
-	if st.policy.NeedsApproval(s.Spec.AccessLevel.Group) {
-		s.Status.Approvals = []clustergate.SessionApproval{{
-			Type: clustergate.ApprovalOpen, RequestedBy: requester(ctx), RequestedAt: s.CreationTimestamp,
-			Decision: clustergate.ApprovalPending,
-		}}
+	needsApproval := st.policy.NeedsApproval(s.Spec.AccessLevel.Group)
+	if p := approvalPolicyFrom(ctx); p != nil {
+		s.Status.ApprovalPolicy = approvalpolicy.Apply(p, s)
+		needsApproval = s.Status.ApprovalPolicy.ApprovalRequired
+	}
+	ttl := s.Spec.TTL.Duration
+	switch applied := s.Status.ApprovalPolicy; {
+	case needsApproval && approvalpolicy.AutoApproves(applied, ttl):
+		s.Status.Approvals = []clustergate.SessionApproval{
+			approvalpolicy.AutoApproval(applied, clustergate.ApprovalOpen, 0, requester(ctx), s.CreationTimestamp.Time, ttl)}
+	case needsApproval:
+		s.Status.Approvals = []clustergate.SessionApproval{
+			approvalpolicy.Request(applied, clustergate.ApprovalOpen, 0, requester(ctx), s.CreationTimestamp.Time)}
 		return
 	}
-	if s.Spec.TTL.Duration > 0 && !s.CreationTimestamp.IsZero() {
+	if ttl > 0 && !s.CreationTimestamp.IsZero() {
 		expiresAt := metav1.NewTime(validation.ExpiresAt(s.CreationTimestamp.Time, s.Spec.TTL.Duration))
 		s.Status.ExpiresAt = &expiresAt
 	}
@@ -103,9 +115,14 @@ func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	}
 }
 
-// Validate validates a new Session against the server's policy.
-func (s Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return validation.ValidateSession(obj.(*clustergate.Session), s.policy)
+// Validate validates a new Session against the server's policy and the
+// SessionApprovalPolicy that governs it.
+func (s Strategy) Validate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	allErrs := validation.ValidateSession(obj.(*clustergate.Session), s.policy)
+	if p := approvalPolicyFrom(ctx); p != nil {
+		allErrs = append(allErrs, validation.ValidateSessionUnderPolicy(obj.(*clustergate.Session), p)...)
+	}
+	return allErrs
 }
 
 // ValidateUpdate refuses any change to the spec.

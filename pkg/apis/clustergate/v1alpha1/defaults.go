@@ -37,3 +37,10 @@ func SetDefaults_GardenerClusterKubeconfig(obj *GardenerClusterKubeconfig) {
 		secret.Namespace = obj.Namespace
 	}
 }
+
+// SetDefaults_SessionApprovers defaults the count of approvers to one.
+func SetDefaults_SessionApprovers(obj *SessionApprovers) {
+	if obj.Count == 0 {
+		obj.Count = 1
+	}
+}

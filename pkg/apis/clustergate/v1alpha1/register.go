@@ -45,6 +45,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&GardenerClusterKubeconfigList{},
 		&SessionLock{},
 		&SessionLockList{},
+		&SessionApprovalPolicy{},
+		&SessionApprovalPolicyList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -4,6 +4,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -137,3 +138,19 @@ func (s *SessionStatus) PendingApproval() *SessionApproval {
 	}
 	return nil
 }
+
+// Approvers returns the distinct users who approved the request, in the
+// order they did.
+func (a *SessionApproval) Approvers() []string {
+	var names []string
+	for _, d := range a.Decisions {
+		if d.Decision == ApprovalApproved && !slices.Contains(names, d.Approver) {
+			names = append(names, d.Approver)
+		}
+	}
+	return names
+}
+
+// RequiredApprovers is how many distinct approvers the request needs: at
+// least one.
+func (a *SessionApproval) RequiredApprovers() int32 { return max(a.Required, 1) }

@@ -165,6 +165,35 @@ type SessionStatus struct {
 	// spec.idleTimeout.
 	// +optional
 	LastUsedAt *metav1.Time `json:"lastUsedAt,omitempty" protobuf:"bytes,7,opt,name=lastUsedAt"`
+	// ApprovalPolicy is the SessionApprovalPolicy that governs the
+	// session's approvals, as it stood when the session was created: a
+	// policy changed or deleted later does not change the decisions the
+	// session waits for, its extensions included. Unset, no policy matched
+	// and the server's flags (--session-approval-groups) apply.
+	// +optional
+	ApprovalPolicy *AppliedApprovalPolicy `json:"approvalPolicy,omitempty" protobuf:"bytes,8,opt,name=approvalPolicy"`
+}
+
+// AppliedApprovalPolicy is what a session keeps of the SessionApprovalPolicy
+// that governs it.
+type AppliedApprovalPolicy struct {
+	// Name is the policy's name.
+	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// Generation is the policy's metadata.generation that was applied.
+	// +optional
+	Generation int64 `json:"generation,omitempty" protobuf:"varint,2,opt,name=generation"`
+	// ApprovalRequired says whether the session and its extensions wait for
+	// approvers.
+	// +optional
+	ApprovalRequired bool `json:"approvalRequired,omitempty" protobuf:"varint,3,opt,name=approvalRequired"`
+	// Approvers say who may decide and how many must approve.
+	// +optional
+	Approvers *SessionApprovers `json:"approvers,omitempty" protobuf:"bytes,4,opt,name=approvers"`
+	// AutoApprove is the policy's auto-approval, kept only when the owner
+	// was in one of its groups at creation: requests that keep the session
+	// within its maxTTL are approved without a human.
+	// +optional
+	AutoApprove *SessionAutoApproval `json:"autoApprove,omitempty" protobuf:"bytes,5,opt,name=autoApprove"`
 }
 
 // SessionApproval is a request about a session that needs a decision, and
@@ -190,6 +219,34 @@ type SessionApproval struct {
 	// Reason is the approver's why; at most 512 characters.
 	// +optional
 	Reason string `json:"reason,omitempty" protobuf:"bytes,8,opt,name=reason"`
+	// Policy is the SessionApprovalPolicy the request went through, unset
+	// under the server's flags. An auto-approval is decided by
+	// "policy:NAME".
+	// +optional
+	Policy string `json:"policy,omitempty" protobuf:"bytes,9,opt,name=policy"`
+	// Required is how many distinct approvers must approve; unset is one.
+	// +optional
+	Required int32 `json:"required,omitempty" protobuf:"varint,10,opt,name=required"`
+	// Decisions are every approver's decision, oldest first, stamped by the
+	// server. The request is approved once required of them approved, and
+	// denied by the first denial; decidedBy, decidedAt and reason then
+	// repeat the decision that settled it.
+	// +optional
+	// +listType=atomic
+	Decisions []ApproverDecision `json:"decisions,omitempty" protobuf:"bytes,11,rep,name=decisions"`
+}
+
+// ApproverDecision is one approver's decision on a request.
+type ApproverDecision struct {
+	// Approver is the user who decided.
+	Approver string `json:"approver" protobuf:"bytes,1,opt,name=approver"`
+	// Decision is Approved or Denied.
+	Decision ApprovalDecision `json:"decision" protobuf:"bytes,2,opt,name=decision,casttype=ApprovalDecision"`
+	// DecidedAt is when.
+	DecidedAt metav1.Time `json:"decidedAt" protobuf:"bytes,3,opt,name=decidedAt"`
+	// Reason is the approver's why.
+	// +optional
+	Reason string `json:"reason,omitempty" protobuf:"bytes,4,opt,name=reason"`
 }
 
 // SessionApprovalType says what an approval is about.
@@ -458,4 +515,124 @@ type SessionLockList struct {
 
 	// Items are the SessionLocks.
 	Items []SessionLock `json:"items" protobuf:"bytes,2,rep,name=items"`
+}
+
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionApprovalPolicy says who must approve the sessions it selects, who
+// may do so without a human, and how long and why such a session may be
+// asked for. Of the policies that select a session when it is created,
+// the strictest governs it (see docs/security.md, "Approval policies"),
+// and the session keeps what it said in status.approvalPolicy; with none,
+// the server's flags apply. Cluster-scoped.
+type SessionApprovalPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	// Spec says which sessions the policy selects and what it asks of them.
+	Spec SessionApprovalPolicySpec `json:"spec" protobuf:"bytes,2,opt,name=spec"`
+}
+
+// SessionApprovalPolicySpec says which sessions a policy selects and what
+// it asks of them.
+type SessionApprovalPolicySpec struct {
+	// Sessions selects the sessions the policy governs.
+	Sessions SessionSelector `json:"sessions" protobuf:"bytes,1,opt,name=sessions"`
+	// ApprovalRequired makes the selected sessions, and their extensions,
+	// wait for approvers.
+	// +optional
+	ApprovalRequired bool `json:"approvalRequired,omitempty" protobuf:"varint,2,opt,name=approvalRequired"`
+	// Approvers say who may decide and how many must approve; only with
+	// approvalRequired. Unset, one holder of the verb "approve" decides.
+	// +optional
+	Approvers *SessionApprovers `json:"approvers,omitempty" protobuf:"bytes,3,opt,name=approvers"`
+	// AutoApprove approves the sessions of owners in some groups without a
+	// human, up to a TTL; only with approvalRequired.
+	// +optional
+	AutoApprove *SessionAutoApproval `json:"autoApprove,omitempty" protobuf:"bytes,4,opt,name=autoApprove"`
+	// MaxTTL is the longest spec.ttl of a selected session, within the
+	// server's --session-max-ttl.
+	// +optional
+	MaxTTL *metav1.Duration `json:"maxTTL,omitempty" protobuf:"bytes,5,opt,name=maxTTL"`
+	// RequireReason refuses a selected session without spec.reason.
+	// +optional
+	RequireReason bool `json:"requireReason,omitempty" protobuf:"varint,6,opt,name=requireReason"`
+}
+
+// SessionSelector selects sessions: every member given must match (they
+// combine with AND), and an empty selector selects every session.
+type SessionSelector struct {
+	// Namespaces match sessions in any of these namespaces; empty is all.
+	// +optional
+	// +listType=set
+	Namespaces []string `json:"namespaces,omitempty" protobuf:"bytes,1,rep,name=namespaces"`
+	// Targets match sessions to any of these shoots or clusters; empty is
+	// all.
+	// +optional
+	// +listType=atomic
+	Targets []SessionLockTarget `json:"targets,omitempty" protobuf:"bytes,2,rep,name=targets"`
+	// AccessLevels match sessions of any of these access groups
+	// (spec.accessLevel.group); empty is all.
+	// +optional
+	// +listType=set
+	AccessLevels []string `json:"accessLevels,omitempty" protobuf:"bytes,3,rep,name=accessLevels"`
+	// Scoped, when set, matches only scoped sessions (true: with
+	// spec.scope) or only whole-target ones (false).
+	// +optional
+	Scoped *bool `json:"scoped,omitempty" protobuf:"varint,4,opt,name=scoped"`
+}
+
+// SessionApprovers say who may decide on a request and how many must
+// approve it. Whoever decides also needs the verb "approve" on the
+// session, and never decides on their own session or request.
+type SessionApprovers struct {
+	// Count is how many distinct approvers must approve; 1 to 10, 1 by
+	// default. A single denial ends the request.
+	// +optional
+	Count int32 `json:"count,omitempty" protobuf:"varint,1,opt,name=count"`
+	// Users may decide. With neither users nor groups, any holder of
+	// "approve" may.
+	// +optional
+	// +listType=set
+	Users []string `json:"users,omitempty" protobuf:"bytes,2,rep,name=users"`
+	// Groups may decide: their members may.
+	// +optional
+	// +listType=set
+	Groups []string `json:"groups,omitempty" protobuf:"bytes,3,rep,name=groups"`
+	// ExcludeOwnerGroups refuse an approver who shares one of these groups
+	// with the session's owner (spec.owner.groups): nobody approves their
+	// own team's session.
+	// +optional
+	// +listType=set
+	ExcludeOwnerGroups []string `json:"excludeOwnerGroups,omitempty" protobuf:"bytes,4,rep,name=excludeOwnerGroups"`
+}
+
+// SessionAutoApproval approves requests of owners in some groups without a
+// human.
+type SessionAutoApproval struct {
+	// Groups are the owner's groups (spec.owner.groups) that qualify: any
+	// one of them.
+	// +listType=set
+	Groups []string `json:"groups" protobuf:"bytes,1,rep,name=groups"`
+	// MaxTTL is the longest access window approved so: a session whose
+	// spec.ttl, or an extension that keeps the session's access window, is
+	// at most this long is approved by "policy:NAME".
+	MaxTTL metav1.Duration `json:"maxTTL" protobuf:"bytes,2,opt,name=maxTTL"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// SessionApprovalPolicyList is a list of SessionApprovalPolicies.
+type SessionApprovalPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty" protobuf:"bytes,1,opt,name=metadata"`
+
+	// Items are the SessionApprovalPolicies.
+	Items []SessionApprovalPolicy `json:"items" protobuf:"bytes,2,rep,name=items"`
 }

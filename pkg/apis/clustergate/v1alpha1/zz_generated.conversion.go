@@ -36,6 +36,26 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*AppliedApprovalPolicy)(nil), (*clustergate.AppliedApprovalPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_AppliedApprovalPolicy_To_clustergate_AppliedApprovalPolicy(a.(*AppliedApprovalPolicy), b.(*clustergate.AppliedApprovalPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.AppliedApprovalPolicy)(nil), (*AppliedApprovalPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_AppliedApprovalPolicy_To_v1alpha1_AppliedApprovalPolicy(a.(*clustergate.AppliedApprovalPolicy), b.(*AppliedApprovalPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*ApproverDecision)(nil), (*clustergate.ApproverDecision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_ApproverDecision_To_clustergate_ApproverDecision(a.(*ApproverDecision), b.(*clustergate.ApproverDecision), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.ApproverDecision)(nil), (*ApproverDecision)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_ApproverDecision_To_v1alpha1_ApproverDecision(a.(*clustergate.ApproverDecision), b.(*ApproverDecision), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*ClusterTarget)(nil), (*clustergate.ClusterTarget)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_ClusterTarget_To_clustergate_ClusterTarget(a.(*ClusterTarget), b.(*clustergate.ClusterTarget), scope)
 	}); err != nil {
@@ -136,6 +156,56 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*SessionApprovalPolicy)(nil), (*clustergate.SessionApprovalPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SessionApprovalPolicy_To_clustergate_SessionApprovalPolicy(a.(*SessionApprovalPolicy), b.(*clustergate.SessionApprovalPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.SessionApprovalPolicy)(nil), (*SessionApprovalPolicy)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_SessionApprovalPolicy_To_v1alpha1_SessionApprovalPolicy(a.(*clustergate.SessionApprovalPolicy), b.(*SessionApprovalPolicy), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SessionApprovalPolicyList)(nil), (*clustergate.SessionApprovalPolicyList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SessionApprovalPolicyList_To_clustergate_SessionApprovalPolicyList(a.(*SessionApprovalPolicyList), b.(*clustergate.SessionApprovalPolicyList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.SessionApprovalPolicyList)(nil), (*SessionApprovalPolicyList)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_SessionApprovalPolicyList_To_v1alpha1_SessionApprovalPolicyList(a.(*clustergate.SessionApprovalPolicyList), b.(*SessionApprovalPolicyList), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SessionApprovalPolicySpec)(nil), (*clustergate.SessionApprovalPolicySpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SessionApprovalPolicySpec_To_clustergate_SessionApprovalPolicySpec(a.(*SessionApprovalPolicySpec), b.(*clustergate.SessionApprovalPolicySpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.SessionApprovalPolicySpec)(nil), (*SessionApprovalPolicySpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_SessionApprovalPolicySpec_To_v1alpha1_SessionApprovalPolicySpec(a.(*clustergate.SessionApprovalPolicySpec), b.(*SessionApprovalPolicySpec), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SessionApprovers)(nil), (*clustergate.SessionApprovers)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SessionApprovers_To_clustergate_SessionApprovers(a.(*SessionApprovers), b.(*clustergate.SessionApprovers), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.SessionApprovers)(nil), (*SessionApprovers)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_SessionApprovers_To_v1alpha1_SessionApprovers(a.(*clustergate.SessionApprovers), b.(*SessionApprovers), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*SessionAutoApproval)(nil), (*clustergate.SessionAutoApproval)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SessionAutoApproval_To_clustergate_SessionAutoApproval(a.(*SessionAutoApproval), b.(*clustergate.SessionAutoApproval), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.SessionAutoApproval)(nil), (*SessionAutoApproval)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_SessionAutoApproval_To_v1alpha1_SessionAutoApproval(a.(*clustergate.SessionAutoApproval), b.(*SessionAutoApproval), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*SessionKubeconfig)(nil), (*clustergate.SessionKubeconfig)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_SessionKubeconfig_To_clustergate_SessionKubeconfig(a.(*SessionKubeconfig), b.(*clustergate.SessionKubeconfig), scope)
 	}); err != nil {
@@ -226,6 +296,16 @@ func RegisterConversions(s *runtime.Scheme) error {
 	}); err != nil {
 		return err
 	}
+	if err := s.AddGeneratedConversionFunc((*SessionSelector)(nil), (*clustergate.SessionSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_v1alpha1_SessionSelector_To_clustergate_SessionSelector(a.(*SessionSelector), b.(*clustergate.SessionSelector), scope)
+	}); err != nil {
+		return err
+	}
+	if err := s.AddGeneratedConversionFunc((*clustergate.SessionSelector)(nil), (*SessionSelector)(nil), func(a, b interface{}, scope conversion.Scope) error {
+		return Convert_clustergate_SessionSelector_To_v1alpha1_SessionSelector(a.(*clustergate.SessionSelector), b.(*SessionSelector), scope)
+	}); err != nil {
+		return err
+	}
 	if err := s.AddGeneratedConversionFunc((*SessionSpec)(nil), (*clustergate.SessionSpec)(nil), func(a, b interface{}, scope conversion.Scope) error {
 		return Convert_v1alpha1_SessionSpec_To_clustergate_SessionSpec(a.(*SessionSpec), b.(*clustergate.SessionSpec), scope)
 	}); err != nil {
@@ -292,6 +372,46 @@ func autoConvert_clustergate_AccessLevel_To_v1alpha1_AccessLevel(in *clustergate
 // Convert_clustergate_AccessLevel_To_v1alpha1_AccessLevel is an autogenerated conversion function.
 func Convert_clustergate_AccessLevel_To_v1alpha1_AccessLevel(in *clustergate.AccessLevel, out *AccessLevel, s conversion.Scope) error {
 	return autoConvert_clustergate_AccessLevel_To_v1alpha1_AccessLevel(in, out, s)
+}
+
+func autoConvert_v1alpha1_AppliedApprovalPolicy_To_clustergate_AppliedApprovalPolicy(in *AppliedApprovalPolicy, out *clustergate.AppliedApprovalPolicy, s conversion.Scope) error {
+	*out = *(*clustergate.AppliedApprovalPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_AppliedApprovalPolicy_To_clustergate_AppliedApprovalPolicy is an autogenerated conversion function.
+func Convert_v1alpha1_AppliedApprovalPolicy_To_clustergate_AppliedApprovalPolicy(in *AppliedApprovalPolicy, out *clustergate.AppliedApprovalPolicy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_AppliedApprovalPolicy_To_clustergate_AppliedApprovalPolicy(in, out, s)
+}
+
+func autoConvert_clustergate_AppliedApprovalPolicy_To_v1alpha1_AppliedApprovalPolicy(in *clustergate.AppliedApprovalPolicy, out *AppliedApprovalPolicy, s conversion.Scope) error {
+	*out = *(*AppliedApprovalPolicy)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_clustergate_AppliedApprovalPolicy_To_v1alpha1_AppliedApprovalPolicy is an autogenerated conversion function.
+func Convert_clustergate_AppliedApprovalPolicy_To_v1alpha1_AppliedApprovalPolicy(in *clustergate.AppliedApprovalPolicy, out *AppliedApprovalPolicy, s conversion.Scope) error {
+	return autoConvert_clustergate_AppliedApprovalPolicy_To_v1alpha1_AppliedApprovalPolicy(in, out, s)
+}
+
+func autoConvert_v1alpha1_ApproverDecision_To_clustergate_ApproverDecision(in *ApproverDecision, out *clustergate.ApproverDecision, s conversion.Scope) error {
+	*out = *(*clustergate.ApproverDecision)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_ApproverDecision_To_clustergate_ApproverDecision is an autogenerated conversion function.
+func Convert_v1alpha1_ApproverDecision_To_clustergate_ApproverDecision(in *ApproverDecision, out *clustergate.ApproverDecision, s conversion.Scope) error {
+	return autoConvert_v1alpha1_ApproverDecision_To_clustergate_ApproverDecision(in, out, s)
+}
+
+func autoConvert_clustergate_ApproverDecision_To_v1alpha1_ApproverDecision(in *clustergate.ApproverDecision, out *ApproverDecision, s conversion.Scope) error {
+	*out = *(*ApproverDecision)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_clustergate_ApproverDecision_To_v1alpha1_ApproverDecision is an autogenerated conversion function.
+func Convert_clustergate_ApproverDecision_To_v1alpha1_ApproverDecision(in *clustergate.ApproverDecision, out *ApproverDecision, s conversion.Scope) error {
+	return autoConvert_clustergate_ApproverDecision_To_v1alpha1_ApproverDecision(in, out, s)
 }
 
 func autoConvert_v1alpha1_ClusterTarget_To_clustergate_ClusterTarget(in *ClusterTarget, out *clustergate.ClusterTarget, s conversion.Scope) error {
@@ -520,6 +640,114 @@ func Convert_clustergate_SessionApproval_To_v1alpha1_SessionApproval(in *cluster
 	return autoConvert_clustergate_SessionApproval_To_v1alpha1_SessionApproval(in, out, s)
 }
 
+func autoConvert_v1alpha1_SessionApprovalPolicy_To_clustergate_SessionApprovalPolicy(in *SessionApprovalPolicy, out *clustergate.SessionApprovalPolicy, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_v1alpha1_SessionApprovalPolicySpec_To_clustergate_SessionApprovalPolicySpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_v1alpha1_SessionApprovalPolicy_To_clustergate_SessionApprovalPolicy is an autogenerated conversion function.
+func Convert_v1alpha1_SessionApprovalPolicy_To_clustergate_SessionApprovalPolicy(in *SessionApprovalPolicy, out *clustergate.SessionApprovalPolicy, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SessionApprovalPolicy_To_clustergate_SessionApprovalPolicy(in, out, s)
+}
+
+func autoConvert_clustergate_SessionApprovalPolicy_To_v1alpha1_SessionApprovalPolicy(in *clustergate.SessionApprovalPolicy, out *SessionApprovalPolicy, s conversion.Scope) error {
+	out.ObjectMeta = in.ObjectMeta
+	if err := Convert_clustergate_SessionApprovalPolicySpec_To_v1alpha1_SessionApprovalPolicySpec(&in.Spec, &out.Spec, s); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Convert_clustergate_SessionApprovalPolicy_To_v1alpha1_SessionApprovalPolicy is an autogenerated conversion function.
+func Convert_clustergate_SessionApprovalPolicy_To_v1alpha1_SessionApprovalPolicy(in *clustergate.SessionApprovalPolicy, out *SessionApprovalPolicy, s conversion.Scope) error {
+	return autoConvert_clustergate_SessionApprovalPolicy_To_v1alpha1_SessionApprovalPolicy(in, out, s)
+}
+
+func autoConvert_v1alpha1_SessionApprovalPolicyList_To_clustergate_SessionApprovalPolicyList(in *SessionApprovalPolicyList, out *clustergate.SessionApprovalPolicyList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]clustergate.SessionApprovalPolicy)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_v1alpha1_SessionApprovalPolicyList_To_clustergate_SessionApprovalPolicyList is an autogenerated conversion function.
+func Convert_v1alpha1_SessionApprovalPolicyList_To_clustergate_SessionApprovalPolicyList(in *SessionApprovalPolicyList, out *clustergate.SessionApprovalPolicyList, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SessionApprovalPolicyList_To_clustergate_SessionApprovalPolicyList(in, out, s)
+}
+
+func autoConvert_clustergate_SessionApprovalPolicyList_To_v1alpha1_SessionApprovalPolicyList(in *clustergate.SessionApprovalPolicyList, out *SessionApprovalPolicyList, s conversion.Scope) error {
+	out.ListMeta = in.ListMeta
+	out.Items = *(*[]SessionApprovalPolicy)(unsafe.Pointer(&in.Items))
+	return nil
+}
+
+// Convert_clustergate_SessionApprovalPolicyList_To_v1alpha1_SessionApprovalPolicyList is an autogenerated conversion function.
+func Convert_clustergate_SessionApprovalPolicyList_To_v1alpha1_SessionApprovalPolicyList(in *clustergate.SessionApprovalPolicyList, out *SessionApprovalPolicyList, s conversion.Scope) error {
+	return autoConvert_clustergate_SessionApprovalPolicyList_To_v1alpha1_SessionApprovalPolicyList(in, out, s)
+}
+
+func autoConvert_v1alpha1_SessionApprovalPolicySpec_To_clustergate_SessionApprovalPolicySpec(in *SessionApprovalPolicySpec, out *clustergate.SessionApprovalPolicySpec, s conversion.Scope) error {
+	*out = *(*clustergate.SessionApprovalPolicySpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SessionApprovalPolicySpec_To_clustergate_SessionApprovalPolicySpec is an autogenerated conversion function.
+func Convert_v1alpha1_SessionApprovalPolicySpec_To_clustergate_SessionApprovalPolicySpec(in *SessionApprovalPolicySpec, out *clustergate.SessionApprovalPolicySpec, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SessionApprovalPolicySpec_To_clustergate_SessionApprovalPolicySpec(in, out, s)
+}
+
+func autoConvert_clustergate_SessionApprovalPolicySpec_To_v1alpha1_SessionApprovalPolicySpec(in *clustergate.SessionApprovalPolicySpec, out *SessionApprovalPolicySpec, s conversion.Scope) error {
+	*out = *(*SessionApprovalPolicySpec)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_clustergate_SessionApprovalPolicySpec_To_v1alpha1_SessionApprovalPolicySpec is an autogenerated conversion function.
+func Convert_clustergate_SessionApprovalPolicySpec_To_v1alpha1_SessionApprovalPolicySpec(in *clustergate.SessionApprovalPolicySpec, out *SessionApprovalPolicySpec, s conversion.Scope) error {
+	return autoConvert_clustergate_SessionApprovalPolicySpec_To_v1alpha1_SessionApprovalPolicySpec(in, out, s)
+}
+
+func autoConvert_v1alpha1_SessionApprovers_To_clustergate_SessionApprovers(in *SessionApprovers, out *clustergate.SessionApprovers, s conversion.Scope) error {
+	*out = *(*clustergate.SessionApprovers)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SessionApprovers_To_clustergate_SessionApprovers is an autogenerated conversion function.
+func Convert_v1alpha1_SessionApprovers_To_clustergate_SessionApprovers(in *SessionApprovers, out *clustergate.SessionApprovers, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SessionApprovers_To_clustergate_SessionApprovers(in, out, s)
+}
+
+func autoConvert_clustergate_SessionApprovers_To_v1alpha1_SessionApprovers(in *clustergate.SessionApprovers, out *SessionApprovers, s conversion.Scope) error {
+	*out = *(*SessionApprovers)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_clustergate_SessionApprovers_To_v1alpha1_SessionApprovers is an autogenerated conversion function.
+func Convert_clustergate_SessionApprovers_To_v1alpha1_SessionApprovers(in *clustergate.SessionApprovers, out *SessionApprovers, s conversion.Scope) error {
+	return autoConvert_clustergate_SessionApprovers_To_v1alpha1_SessionApprovers(in, out, s)
+}
+
+func autoConvert_v1alpha1_SessionAutoApproval_To_clustergate_SessionAutoApproval(in *SessionAutoApproval, out *clustergate.SessionAutoApproval, s conversion.Scope) error {
+	*out = *(*clustergate.SessionAutoApproval)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SessionAutoApproval_To_clustergate_SessionAutoApproval is an autogenerated conversion function.
+func Convert_v1alpha1_SessionAutoApproval_To_clustergate_SessionAutoApproval(in *SessionAutoApproval, out *clustergate.SessionAutoApproval, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SessionAutoApproval_To_clustergate_SessionAutoApproval(in, out, s)
+}
+
+func autoConvert_clustergate_SessionAutoApproval_To_v1alpha1_SessionAutoApproval(in *clustergate.SessionAutoApproval, out *SessionAutoApproval, s conversion.Scope) error {
+	*out = *(*SessionAutoApproval)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_clustergate_SessionAutoApproval_To_v1alpha1_SessionAutoApproval is an autogenerated conversion function.
+func Convert_clustergate_SessionAutoApproval_To_v1alpha1_SessionAutoApproval(in *clustergate.SessionAutoApproval, out *SessionAutoApproval, s conversion.Scope) error {
+	return autoConvert_clustergate_SessionAutoApproval_To_v1alpha1_SessionAutoApproval(in, out, s)
+}
+
 func autoConvert_v1alpha1_SessionKubeconfig_To_clustergate_SessionKubeconfig(in *SessionKubeconfig, out *clustergate.SessionKubeconfig, s conversion.Scope) error {
 	out.ObjectMeta = in.ObjectMeta
 	out.Kubeconfig = *(*[]byte)(unsafe.Pointer(&in.Kubeconfig))
@@ -728,6 +956,26 @@ func autoConvert_clustergate_SessionScope_To_v1alpha1_SessionScope(in *clusterga
 // Convert_clustergate_SessionScope_To_v1alpha1_SessionScope is an autogenerated conversion function.
 func Convert_clustergate_SessionScope_To_v1alpha1_SessionScope(in *clustergate.SessionScope, out *SessionScope, s conversion.Scope) error {
 	return autoConvert_clustergate_SessionScope_To_v1alpha1_SessionScope(in, out, s)
+}
+
+func autoConvert_v1alpha1_SessionSelector_To_clustergate_SessionSelector(in *SessionSelector, out *clustergate.SessionSelector, s conversion.Scope) error {
+	*out = *(*clustergate.SessionSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_v1alpha1_SessionSelector_To_clustergate_SessionSelector is an autogenerated conversion function.
+func Convert_v1alpha1_SessionSelector_To_clustergate_SessionSelector(in *SessionSelector, out *clustergate.SessionSelector, s conversion.Scope) error {
+	return autoConvert_v1alpha1_SessionSelector_To_clustergate_SessionSelector(in, out, s)
+}
+
+func autoConvert_clustergate_SessionSelector_To_v1alpha1_SessionSelector(in *clustergate.SessionSelector, out *SessionSelector, s conversion.Scope) error {
+	*out = *(*SessionSelector)(unsafe.Pointer(in))
+	return nil
+}
+
+// Convert_clustergate_SessionSelector_To_v1alpha1_SessionSelector is an autogenerated conversion function.
+func Convert_clustergate_SessionSelector_To_v1alpha1_SessionSelector(in *clustergate.SessionSelector, out *SessionSelector, s conversion.Scope) error {
+	return autoConvert_clustergate_SessionSelector_To_v1alpha1_SessionSelector(in, out, s)
 }
 
 func autoConvert_v1alpha1_SessionSpec_To_clustergate_SessionSpec(in *SessionSpec, out *clustergate.SessionSpec, s conversion.Scope) error {

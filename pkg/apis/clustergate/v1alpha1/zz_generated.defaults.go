@@ -23,6 +23,8 @@ func RegisterDefaults(scheme *runtime.Scheme) error {
 		SetObjectDefaults_GardenerClusterKubeconfigList(obj.(*GardenerClusterKubeconfigList))
 	})
 	scheme.AddTypeDefaultingFunc(&Session{}, func(obj interface{}) { SetObjectDefaults_Session(obj.(*Session)) })
+	scheme.AddTypeDefaultingFunc(&SessionApprovalPolicy{}, func(obj interface{}) { SetObjectDefaults_SessionApprovalPolicy(obj.(*SessionApprovalPolicy)) })
+	scheme.AddTypeDefaultingFunc(&SessionApprovalPolicyList{}, func(obj interface{}) { SetObjectDefaults_SessionApprovalPolicyList(obj.(*SessionApprovalPolicyList)) })
 	scheme.AddTypeDefaultingFunc(&SessionList{}, func(obj interface{}) { SetObjectDefaults_SessionList(obj.(*SessionList)) })
 	return nil
 }
@@ -41,6 +43,24 @@ func SetObjectDefaults_GardenerClusterKubeconfigList(in *GardenerClusterKubeconf
 func SetObjectDefaults_Session(in *Session) {
 	if in.Spec.Target.Cluster != nil {
 		SetDefaults_ClusterTarget(in.Spec.Target.Cluster)
+	}
+	if in.Status.ApprovalPolicy != nil {
+		if in.Status.ApprovalPolicy.Approvers != nil {
+			SetDefaults_SessionApprovers(in.Status.ApprovalPolicy.Approvers)
+		}
+	}
+}
+
+func SetObjectDefaults_SessionApprovalPolicy(in *SessionApprovalPolicy) {
+	if in.Spec.Approvers != nil {
+		SetDefaults_SessionApprovers(in.Spec.Approvers)
+	}
+}
+
+func SetObjectDefaults_SessionApprovalPolicyList(in *SessionApprovalPolicyList) {
+	for i := range in.Items {
+		a := &in.Items[i]
+		SetObjectDefaults_SessionApprovalPolicy(a)
 	}
 }
 

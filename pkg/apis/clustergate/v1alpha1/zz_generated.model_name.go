@@ -16,6 +16,16 @@ func (in AccessLevel) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in AppliedApprovalPolicy) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.AppliedApprovalPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ApproverDecision) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.ApproverDecision"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterTarget) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.ClusterTarget"
 }
@@ -66,6 +76,31 @@ func (in SessionApproval) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionApprovalPolicy) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionApprovalPolicy"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionApprovalPolicyList) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionApprovalPolicyList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionApprovalPolicySpec) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionApprovalPolicySpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionApprovers) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionApprovers"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionAutoApproval) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionAutoApproval"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SessionKubeconfig) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SessionKubeconfig"
 }
@@ -108,6 +143,11 @@ func (in SessionProxyOptions) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SessionScope) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SessionScope"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionSelector) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionSelector"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

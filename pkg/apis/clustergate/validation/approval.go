@@ -42,14 +42,25 @@ func ValidateSessionApprovalUpdate(newSession, oldSession *clustergate.Session, 
 	lastPath := approvalsPath.Index(last)
 	decided, asked := approvals[last], oldApprovals[last]
 	if decided.Type != asked.Type || !apiequality.Semantic.DeepEqual(decided.Duration, asked.Duration) ||
-		decided.RequestedBy != asked.RequestedBy || !decided.RequestedAt.Equal(&asked.RequestedAt) {
+		decided.RequestedBy != asked.RequestedBy || !decided.RequestedAt.Equal(&asked.RequestedAt) ||
+		decided.Policy != asked.Policy || decided.Required != asked.Required {
 		allErrs = append(allErrs, field.Forbidden(lastPath, "what was asked for may not change, only its decision"))
 	}
-	switch decided.Decision {
-	case clustergate.ApprovalApproved, clustergate.ApprovalDenied:
-	default:
+	// The strategy records the decision as one more of the request's
+	// decisions; an approval short of the required count leaves it pending.
+	decisionsPath, n := lastPath.Child("decisions"), len(asked.Decisions)
+	switch {
+	case len(decided.Decisions) != n+1 || !apiequality.Semantic.DeepEqual(decided.Decisions[:n], asked.Decisions) ||
+		(decided.Decisions[n].Decision != clustergate.ApprovalApproved && decided.Decisions[n].Decision != clustergate.ApprovalDenied):
 		allErrs = append(allErrs, field.NotSupported(lastPath.Child("decision"), decided.Decision,
 			[]clustergate.ApprovalDecision{clustergate.ApprovalApproved, clustergate.ApprovalDenied}))
+	case decided.Decision != decided.Decisions[n].Decision &&
+		(decided.Decision != clustergate.ApprovalPending || decided.Decisions[n].Decision != clustergate.ApprovalApproved):
+		allErrs = append(allErrs, field.Invalid(decisionsPath.Index(n).Child("decision"), decided.Decisions[n].Decision,
+			fmt.Sprintf("does not settle the request as %s", decided.Decision)))
+	}
+	if n < len(decided.Decisions) {
+		allErrs = append(allErrs, validateReason(decided.Decisions[n].Reason, decisionsPath.Index(n).Child("reason"))...)
 	}
 	return append(allErrs, validateReason(decided.Reason, lastPath.Child("reason"))...)
 }

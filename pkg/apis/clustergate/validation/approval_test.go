@@ -24,8 +24,25 @@ func pendingExtend(d time.Duration) clustergate.SessionApproval {
 		RequestedAt: metav1.NewTime(created.Add(time.Hour)), Decision: clustergate.ApprovalPending}
 }
 
+// decided is a as the approval strategy settles it with bob's decision d.
 func decided(a clustergate.SessionApproval, d clustergate.ApprovalDecision) clustergate.SessionApproval {
+	a = withDecision(a, "bob", d)
 	a.Decision, a.DecidedBy, a.DecidedAt = d, "bob", ptrTime(created.Add(time.Minute))
+	return a
+}
+
+// withDecision is a with approver's decision d recorded, as the approval
+// strategy records it.
+func withDecision(a clustergate.SessionApproval, approver string, d clustergate.ApprovalDecision) clustergate.SessionApproval {
+	a.Decisions = append(a.Decisions[:len(a.Decisions):len(a.Decisions)],
+		clustergate.ApproverDecision{Approver: approver, Decision: d, DecidedAt: metav1.NewTime(created.Add(time.Minute))})
+	return a
+}
+
+// twoApprovers is a pending opening under a policy that needs two approvers.
+func twoApprovers() clustergate.SessionApproval {
+	a := pendingOpen()
+	a.Policy, a.Required = "shop-admin", 2
 	return a
 }
 
@@ -53,6 +70,22 @@ func TestValidateSessionApprovalUpdate(t *testing.T) {
 		{name: "extension approved", old: clustergate.SessionStatus{ExpiresAt: ptrTime(approvedAt.Add(time.Hour)),
 			Approvals: []clustergate.SessionApproval{opened, pendingExtend(time.Hour)}},
 			approvals: []clustergate.SessionApproval{opened, decided(pendingExtend(time.Hour), clustergate.ApprovalApproved)}},
+		{name: "first of two approvers: still pending", old: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{twoApprovers()}},
+			approvals: []clustergate.SessionApproval{withDecision(twoApprovers(), "bob", clustergate.ApprovalApproved)}},
+		{name: "second of two approvers", old: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{withDecision(twoApprovers(), "bob", clustergate.ApprovalApproved)}},
+			approvals: []clustergate.SessionApproval{decided(withDecision(twoApprovers(), "bob", clustergate.ApprovalApproved), clustergate.ApprovalApproved)}},
+		{name: "a denial left pending", old: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{twoApprovers()}},
+			approvals: []clustergate.SessionApproval{withDecision(twoApprovers(), "bob", clustergate.ApprovalDenied)},
+			want:      []string{"FieldValueInvalid status.approvals[0].decisions[0].decision"}},
+		{name: "required count changed", old: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{twoApprovers()}},
+			approvals: []clustergate.SessionApproval{func() clustergate.SessionApproval {
+				a := decided(twoApprovers(), clustergate.ApprovalApproved)
+				a.Required = 1
+				return a
+			}()}, want: []string{"FieldValueForbidden status.approvals[0]"}},
+		{name: "earlier approver's decision rewritten", old: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{withDecision(twoApprovers(), "bob", clustergate.ApprovalApproved)}},
+			approvals: []clustergate.SessionApproval{decided(withDecision(twoApprovers(), "carol", clustergate.ApprovalApproved), clustergate.ApprovalApproved)},
+			want:      []string{"FieldValueNotSupported status.approvals[0].decision"}},
 
 		{name: "nothing pending", old: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{opened}},
 			approvals: []clustergate.SessionApproval{opened}, want: []string{"FieldValueForbidden status.approvals"}},

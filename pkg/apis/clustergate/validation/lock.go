@@ -50,17 +50,7 @@ func validateSessionLockSpec(spec *clustergate.SessionLockSpec, specPath *field.
 		seen[name] = true
 	}
 	if t := spec.Target; t != nil {
-		targetPath := specPath.Child("target")
-		switch {
-		case t.Shoot == nil && t.Cluster == nil:
-			allErrs = append(allErrs, field.Required(targetPath, "exactly one of shoot or cluster is required"))
-		case t.Shoot != nil && t.Cluster != nil:
-			allErrs = append(allErrs, field.Forbidden(targetPath.Child("cluster"), "may not be set together with shoot"))
-		case t.Shoot != nil:
-			allErrs = append(allErrs, validateDNSLabel(t.Shoot.Name, targetPath.Child("shoot", "name"))...)
-		default:
-			allErrs = append(allErrs, validateDNSLabel(t.Cluster.Name, targetPath.Child("cluster", "name"))...)
-		}
+		allErrs = append(allErrs, validateLockTarget(t, specPath.Child("target"))...)
 	}
 	if spec.Namespace != "" {
 		allErrs = append(allErrs, validateDNSLabel(spec.Namespace, specPath.Child("namespace"))...)
@@ -71,4 +61,18 @@ func validateSessionLockSpec(spec *clustergate.SessionLockSpec, specPath *field.
 	}
 	allErrs = append(allErrs, validateReason(spec.Reason, reasonPath)...)
 	return allErrs
+}
+
+// validateLockTarget checks a target named as sessions name it: exactly one
+// of shoot and cluster, by a valid name.
+func validateLockTarget(t *clustergate.SessionLockTarget, targetPath *field.Path) field.ErrorList {
+	switch {
+	case t.Shoot == nil && t.Cluster == nil:
+		return field.ErrorList{field.Required(targetPath, "exactly one of shoot or cluster is required")}
+	case t.Shoot != nil && t.Cluster != nil:
+		return field.ErrorList{field.Forbidden(targetPath.Child("cluster"), "may not be set together with shoot")}
+	case t.Shoot != nil:
+		return validateDNSLabel(t.Shoot.Name, targetPath.Child("shoot", "name"))
+	}
+	return validateDNSLabel(t.Cluster.Name, targetPath.Child("cluster", "name"))
 }

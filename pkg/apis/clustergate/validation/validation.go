@@ -157,8 +157,8 @@ func ValidateSessionUpdate(newSession, oldSession *clustergate.Session) field.Er
 }
 
 // ValidateSessionStatusUpdate validates an update of a Session's status
-// through the status subresource at now: expiresAt and the approvals are
-// not the status writer's to change, and lastUsedAt only moves later while
+// through the status subresource at now: expiresAt, the approvals and the
+// approval policy are not the status writer's to change, and lastUsedAt only moves later while
 // the session may be used.
 func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session, now time.Time) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
@@ -171,6 +171,10 @@ func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session, no
 	if !apiequality.Semantic.DeepEqual(status.Approvals, oldStatus.Approvals) {
 		allErrs = append(allErrs, field.Forbidden(statusPath.Child("approvals"),
 			"change only through the approval and extension subresources"))
+	}
+	if !apiequality.Semantic.DeepEqual(status.ApprovalPolicy, oldStatus.ApprovalPolicy) {
+		allErrs = append(allErrs, field.Forbidden(statusPath.Child("approvalPolicy"),
+			"is fixed at creation: the session keeps the policy that governed it then"))
 	}
 	allErrs = append(allErrs, validateLastUsedAt(newSession, oldSession, now, statusPath.Child("lastUsedAt"))...)
 	if status.BackendURL != "" {

@@ -255,6 +255,9 @@ func TestValidateSessionStatusUpdate(t *testing.T) {
 		{name: "approval decided through status", oldStatus: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{pendingOpen()}},
 			status: clustergate.SessionStatus{Approvals: []clustergate.SessionApproval{decided(pendingOpen(), clustergate.ApprovalApproved)}},
 			want:   []string{"FieldValueForbidden status.approvals"}},
+		{name: "approval policy dropped through status", oldStatus: clustergate.SessionStatus{
+			ApprovalPolicy: &clustergate.AppliedApprovalPolicy{Name: "shop", ApprovalRequired: true}},
+			want: []string{"FieldValueForbidden status.approvalPolicy"}},
 		{name: "expiry removed", oldStatus: clustergate.SessionStatus{ExpiresAt: &expiresAt},
 			want: []string{"FieldValueForbidden status.expiresAt"}},
 		{name: "backend not https", status: clustergate.SessionStatus{BackendURL: "http://127.0.0.1:6443"},

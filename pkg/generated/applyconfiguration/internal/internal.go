@@ -48,6 +48,16 @@ var schemaYAML = typed.YAMLObject(`types:
     elementType:
       namedType: __untyped_deduced_
     elementRelationship: separable
+- name: com.github.clustergate.clustergate.pkg.apis.clustergate.v1alpha1.SessionApprovalPolicy
+  scalar: untyped
+  list:
+    elementType:
+      namedType: __untyped_atomic_
+    elementRelationship: atomic
+  map:
+    elementType:
+      namedType: __untyped_deduced_
+    elementRelationship: separable
 - name: com.github.clustergate.clustergate.pkg.apis.clustergate.v1alpha1.SessionLock
   scalar: untyped
   list:

@@ -46,6 +46,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Clustergate().V1alpha1().GardenerClusterKubeconfigs().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sessions"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Clustergate().V1alpha1().Sessions().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("sessionapprovalpolicies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Clustergate().V1alpha1().SessionApprovalPolicies().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("sessionlocks"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Clustergate().V1alpha1().SessionLocks().Informer()}, nil
 

@@ -6,10 +6,13 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -69,6 +72,15 @@ type Config struct {
 	Finalize bool
 	// Locks refuse creates and extensions of the sessions they hold.
 	Locks Locks
+	// Policies find the SessionApprovalPolicy that governs a new session;
+	// nil is none, the flags alone.
+	Policies Policies
+}
+
+// Policies finds the SessionApprovalPolicy that governs a new session; the
+// SessionApprovalPolicy storage is the real one.
+type Policies interface {
+	Governing(ctx context.Context, s *clustergate.Session) (*clustergate.SessionApprovalPolicy, error)
 }
 
 // NewStorage returns the storage of Sessions.
@@ -94,7 +106,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 	guard := lockGuard{locks: cfg.Locks, clock: clock.RealClock{}}
 	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, mutexes: map[string]*ownerMutex{}}
 	return SessionStorage{
-		Session: &REST{Store: store, limit: limit, guard: guard},
+		Session: &REST{Store: store, limit: limit, guard: guard, policies: cfg.Policies},
 		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
 		Approval: &GrantREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
 			what: "approve the session's request", refuses: approves},
@@ -109,15 +121,42 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 // REST serves the sessions resource.
 type REST struct {
 	*genericregistry.Store
-	limit *ownerLimit
-	guard lockGuard
+	limit    *ownerLimit
+	guard    lockGuard
+	policies Policies
 }
 
-// Create refuses a session a SessionLock holds, or past its owner's limit.
+// Create refuses a session a SessionLock holds, or past its owner's limit,
+// and hands the SessionApprovalPolicy that governs it to the strategy.
 func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, options *metav1.CreateOptions) (runtime.Object, error) {
+	ctx, err := r.withApprovalPolicy(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
 	validate, done := r.limit.guard(r.guard.create(createValidation))
 	defer done()
 	return r.Store.Create(ctx, obj, validate, options)
+}
+
+// withApprovalPolicy returns ctx with the policy that governs the new
+// session obj, if any. The owner is stamped by then (admission mutates
+// before the storage runs); the namespace is the request's.
+func (r *REST) withApprovalPolicy(ctx context.Context, obj runtime.Object) (context.Context, error) {
+	s, ok := obj.(*clustergate.Session)
+	if !ok || r.policies == nil {
+		return ctx, nil
+	}
+	if s.Namespace == "" {
+		s.Namespace = genericapirequest.NamespaceValue(ctx)
+	}
+	p, err := r.policies.Governing(ctx, s)
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the session approval policies: %w", err))
+	}
+	if p == nil {
+		return ctx, nil
+	}
+	return session.WithApprovalPolicy(ctx, p), nil
 }
 
 // Update refuses a session that a server-side apply would create while a

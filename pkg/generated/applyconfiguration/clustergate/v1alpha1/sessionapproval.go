@@ -34,6 +34,17 @@ type SessionApprovalApplyConfiguration struct {
 	DecidedAt *v1.Time `json:"decidedAt,omitempty"`
 	// Reason is the approver's why; at most 512 characters.
 	Reason *string `json:"reason,omitempty"`
+	// Policy is the SessionApprovalPolicy the request went through, unset
+	// under the server's flags. An auto-approval is decided by
+	// "policy:NAME".
+	Policy *string `json:"policy,omitempty"`
+	// Required is how many distinct approvers must approve; unset is one.
+	Required *int32 `json:"required,omitempty"`
+	// Decisions are every approver's decision, oldest first, stamped by the
+	// server. The request is approved once required of them approved, and
+	// denied by the first denial; decidedBy, decidedAt and reason then
+	// repeat the decision that settled it.
+	Decisions []ApproverDecisionApplyConfiguration `json:"decisions,omitempty"`
 }
 
 // SessionApprovalApplyConfiguration constructs a declarative configuration of the SessionApproval type for use with
@@ -103,5 +114,34 @@ func (b *SessionApprovalApplyConfiguration) WithDecidedAt(value v1.Time) *Sessio
 // If called multiple times, the Reason field is set to the value of the last call.
 func (b *SessionApprovalApplyConfiguration) WithReason(value string) *SessionApprovalApplyConfiguration {
 	b.Reason = &value
+	return b
+}
+
+// WithPolicy sets the Policy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Policy field is set to the value of the last call.
+func (b *SessionApprovalApplyConfiguration) WithPolicy(value string) *SessionApprovalApplyConfiguration {
+	b.Policy = &value
+	return b
+}
+
+// WithRequired sets the Required field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Required field is set to the value of the last call.
+func (b *SessionApprovalApplyConfiguration) WithRequired(value int32) *SessionApprovalApplyConfiguration {
+	b.Required = &value
+	return b
+}
+
+// WithDecisions adds the given value to the Decisions field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Decisions field.
+func (b *SessionApprovalApplyConfiguration) WithDecisions(values ...*ApproverDecisionApplyConfiguration) *SessionApprovalApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithDecisions")
+		}
+		b.Decisions = append(b.Decisions, *values[i])
+	}
 	return b
 }

@@ -42,6 +42,12 @@ type SessionStatusApplyConfiguration struct {
 	// that; it never moves earlier. The idle deadline is lastUsedAt +
 	// spec.idleTimeout.
 	LastUsedAt *v1.Time `json:"lastUsedAt,omitempty"`
+	// ApprovalPolicy is the SessionApprovalPolicy that governs the
+	// session's approvals, as it stood when the session was created: a
+	// policy changed or deleted later does not change the decisions the
+	// session waits for, its extensions included. Unset, no policy matched
+	// and the server's flags (--session-approval-groups) apply.
+	ApprovalPolicy *AppliedApprovalPolicyApplyConfiguration `json:"approvalPolicy,omitempty"`
 }
 
 // SessionStatusApplyConfiguration constructs a declarative configuration of the SessionStatus type for use with
@@ -113,5 +119,13 @@ func (b *SessionStatusApplyConfiguration) WithApprovals(values ...*SessionApprov
 // If called multiple times, the LastUsedAt field is set to the value of the last call.
 func (b *SessionStatusApplyConfiguration) WithLastUsedAt(value v1.Time) *SessionStatusApplyConfiguration {
 	b.LastUsedAt = &value
+	return b
+}
+
+// WithApprovalPolicy sets the ApprovalPolicy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ApprovalPolicy field is set to the value of the last call.
+func (b *SessionStatusApplyConfiguration) WithApprovalPolicy(value *AppliedApprovalPolicyApplyConfiguration) *SessionStatusApplyConfiguration {
+	b.ApprovalPolicy = value
 	return b
 }

@@ -23,6 +23,10 @@ type SessionListerExpansion interface{}
 // SessionNamespaceLister.
 type SessionNamespaceListerExpansion interface{}
 
+// SessionApprovalPolicyListerExpansion allows custom methods to be added to
+// SessionApprovalPolicyLister.
+type SessionApprovalPolicyListerExpansion interface{}
+
 // SessionLockListerExpansion allows custom methods to be added to
 // SessionLockLister.
 type SessionLockListerExpansion interface{}

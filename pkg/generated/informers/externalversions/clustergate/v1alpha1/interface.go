@@ -17,6 +17,8 @@ type Interface interface {
 	GardenerClusterKubeconfigs() TypedGardenerClusterKubeconfigInformer
 	// Sessions returns a SessionInformer.
 	Sessions() TypedSessionInformer
+	// SessionApprovalPolicies returns a SessionApprovalPolicyInformer.
+	SessionApprovalPolicies() TypedSessionApprovalPolicyInformer
 	// SessionLocks returns a SessionLockInformer.
 	SessionLocks() TypedSessionLockInformer
 }
@@ -40,6 +42,11 @@ func (v *version) GardenerClusterKubeconfigs() TypedGardenerClusterKubeconfigInf
 // Sessions returns a TypedSessionInformer.
 func (v *version) Sessions() TypedSessionInformer {
 	return &sessionInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// SessionApprovalPolicies returns a TypedSessionApprovalPolicyInformer.
+func (v *version) SessionApprovalPolicies() TypedSessionApprovalPolicyInformer {
+	return &sessionApprovalPolicyInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
 
 // SessionLocks returns a TypedSessionLockInformer.

@@ -19,6 +19,7 @@ type ClustergateV1alpha1Interface interface {
 	RESTClient() rest.Interface
 	GardenerClusterKubeconfigsGetter
 	SessionsGetter
+	SessionApprovalPoliciesGetter
 	SessionLocksGetter
 }
 
@@ -33,6 +34,10 @@ func (c *ClustergateV1alpha1Client) GardenerClusterKubeconfigs(namespace string)
 
 func (c *ClustergateV1alpha1Client) Sessions(namespace string) SessionInterface {
 	return newSessions(c, namespace)
+}
+
+func (c *ClustergateV1alpha1Client) SessionApprovalPolicies() SessionApprovalPolicyInterface {
+	return newSessionApprovalPolicies(c)
 }
 
 func (c *ClustergateV1alpha1Client) SessionLocks() SessionLockInterface {

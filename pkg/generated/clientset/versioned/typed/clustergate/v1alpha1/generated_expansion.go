@@ -11,4 +11,6 @@ type GardenerClusterKubeconfigExpansion interface{}
 
 type SessionExpansion interface{}
 
+type SessionApprovalPolicyExpansion interface{}
+
 type SessionLockExpansion interface{}

@@ -25,6 +25,10 @@ func (c *FakeClustergateV1alpha1) Sessions(namespace string) v1alpha1.SessionInt
 	return newFakeSessions(c, namespace)
 }
 
+func (c *FakeClustergateV1alpha1) SessionApprovalPolicies() v1alpha1.SessionApprovalPolicyInterface {
+	return newFakeSessionApprovalPolicies(c)
+}
+
 func (c *FakeClustergateV1alpha1) SessionLocks() v1alpha1.SessionLockInterface {
 	return newFakeSessionLocks(c)
 }

@@ -1,0 +1,74 @@
+// Copyright The clustergate Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package storage holds the REST storage of SessionApprovalPolicies on etcd.
+package storage
+
+import (
+	"context"
+	"time"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/generic"
+	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/approvalpolicy"
+	"github.com/clustergate/clustergate/pkg/registry/sessionapprovalpolicy"
+)
+
+// NewREST returns the storage of SessionApprovalPolicies.
+func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*REST, error) {
+	strategy := sessionapprovalpolicy.NewStrategy(scheme)
+	store := &genericregistry.Store{
+		NewFunc:                   func() runtime.Object { return &clustergate.SessionApprovalPolicy{} },
+		NewListFunc:               func() runtime.Object { return &clustergate.SessionApprovalPolicyList{} },
+		PredicateFunc:             sessionapprovalpolicy.Match,
+		DefaultQualifiedResource:  clustergate.Resource("sessionapprovalpolicies"),
+		SingularQualifiedResource: clustergate.Resource("sessionapprovalpolicy"),
+
+		CreateStrategy: strategy,
+		UpdateStrategy: strategy,
+		DeleteStrategy: strategy,
+
+		TableConvertor: sessionapprovalpolicy.NewTableConvertor(time.Now),
+	}
+	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: sessionapprovalpolicy.GetAttrs}); err != nil {
+		return nil, err
+	}
+	return &REST{Store: store}, nil
+}
+
+// REST serves the sessionapprovalpolicies resource.
+type REST struct {
+	*genericregistry.Store
+}
+
+var (
+	_ rest.StandardStorage    = &REST{}
+	_ rest.ShortNamesProvider = &REST{}
+	_ rest.CategoriesProvider = &REST{}
+)
+
+// ShortNames lets users type "kubectl get sap".
+func (*REST) ShortNames() []string { return []string{"sap"} }
+
+// Categories puts sessionapprovalpolicies into "kubectl get clustergate".
+func (*REST) Categories() []string { return []string{"clustergate"} }
+
+// Governing returns the policy that governs the new session s (the
+// strictest that selects it), or nil. It reads every policy from etcd, not
+// the watch cache, so that a policy created a moment ago governs the
+// session created next on any replica.
+func (r *REST) Governing(ctx context.Context, s *clustergate.Session) (*clustergate.SessionApprovalPolicy, error) {
+	// Policies have no namespace; the caller's request has.
+	list, err := r.Store.List(genericapirequest.WithNamespace(ctx, metav1.NamespaceNone), &metainternalversion.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return approvalpolicy.Governing(list.(*clustergate.SessionApprovalPolicyList).Items, s), nil
+}
