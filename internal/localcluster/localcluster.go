@@ -101,6 +101,9 @@ type ControlPlane struct {
 	ShootAuditLog string
 	// ClustergateURL is clustergate-apiserver itself, without the aggregator.
 	ClustergateURL string
+	// ClustergateKubeconfig reaches the garden as clustergate's
+	// ServiceAccount: its delegated authentication and authorization.
+	ClustergateKubeconfig string
 	// DataPlaneURL is the first replica's data plane, whose JWTs the garden
 	// kube-apiserver issues (see DataPlaneAudience); DataPlaneCAFile
 	// verifies it.

@@ -118,6 +118,13 @@ func run(root string, n, configMaps, streams int) error {
 	if err != nil {
 		return err
 	}
+	if *floors && !*fleetOnly {
+		low, err := startFloors(ctx, cp, gardenCfg, s, paths[whole].cfg)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, low...)
+	}
 	direct := paths[targetDirect].client
 	if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		return err
@@ -138,6 +145,13 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	p50, p99 := latencies(n, gets)
 	rows = append(rows, smallGetRows(p50, p99)...)
+	// Beside them, with floors, the same figures of clustergate and of its
+	// floor.
+	var floorRows []floorRow
+	withFloors := len(paths) > floorProxy
+	if withFloors {
+		floorRows = latencyFloorRows(p50, p99)
+	}
 	// What any request to clustergate costs, proxied or not: a GET of the
 	// session object itself, served from clustergate's own storage, through
 	// kube-apiserver and straight to clustergate.
@@ -163,6 +177,14 @@ func run(root string, n, configMaps, streams int) error {
 	rows = append(rows, row{name: fmt.Sprintf("LIST %d ConfigMaps, items/s", configMaps),
 		cells: [ways]string{fmt.Sprintf("%.0f", rates[whole]), fmt.Sprintf("%.0f", rates[alone]), fmt.Sprintf("%.0f", rates[dataPlane]), fmt.Sprintf("%.0f", rates[targetDirect])},
 		ratio: fmt.Sprintf("%.0f%% / %.0f%% / %.0f%% of direct (data plane target ≥ 95%%)", 100*rates[whole]/rates[targetDirect], 100*rates[alone]/rates[targetDirect], 100*rates[dataPlane]/rates[targetDirect])})
+	if withFloors {
+		floorRows = append(floorRows, throughputFloorRows(fmt.Sprintf("LIST %d ConfigMaps, items/s", configMaps), rates, func(r float64) string { return fmt.Sprintf("%.0f", r) })...)
+		large, err := largeGetRates(ctx, paths)
+		if err != nil {
+			return err
+		}
+		floorRows = append(floorRows, throughputFloorRows("GET of a 1,000,000-byte ConfigMap, MiB/s", large, func(r float64) string { return fmt.Sprintf("%.1f", r) })...)
+	}
 
 	// Watch event delivery.
 	w50, err := watchLatencies(ctx, paths, 200)
@@ -171,11 +193,27 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	rows = append(rows, addedRow("watch event latency p50", w50))
 
-	loaded, err := loadFlagRows(ctx, cp, paths)
+	loaded, results, err := loadFlagRows(ctx, cp, paths)
 	if err != nil {
 		return err
 	}
 	rows = append(rows, loaded...)
+	if withFloors {
+		floorRows = append(floorRows, loadFloorRows(results)...)
+		execRows, err := execFloorRows(ctx, cp, paths)
+		if err != nil {
+			return err
+		}
+		idleRows, err := idleFloorRows(ctx, cp, client, gardenCfg, paths)
+		if err != nil {
+			return err
+		}
+		floorRows = append(append(floorRows, execRows...), idleRows...)
+	}
+	defer printFloorTable(floorRows)
+	if *floorOnly {
+		return printTable(paths, rows, nil)
+	}
 
 	// In process: the handler alone, and upgraded streams (there is no
 	// kubelet here to exec into).
