@@ -106,7 +106,8 @@ func startFloors(ctx context.Context, cp *localcluster.ControlPlane, garden *res
 	aggregated.Host = strings.TrimSuffix(garden.Host, "/") + "/apis/" + floorGroupVersion + "/namespaces/" + namespace + "/targets/" + s.Name + "/proxy"
 	reverse := &rest.Config{Host: fmt.Sprintf("https://127.0.0.1:%d/", ports[floorReverse]), TLSClientConfig: rest.TLSClientConfig{CAFile: cp.DataPlaneCAFile}}
 	reverse.QPS, reverse.Burst = 5000, 5000
-	paths := []path{{name: "kube-apiserver → floor API server", cfg: aggregated}, {name: "floor proxy", cfg: reverse}}
+	paths := []path{{name: "kube-apiserver → floor API server", cfg: aggregated, profiled: fmt.Sprintf("https://127.0.0.1:%d", ports[floorAPIServer])},
+		{name: "floor proxy", cfg: reverse}}
 	for i := range paths {
 		if paths[i].client, err = kubernetes.NewForConfig(paths[i].cfg); err != nil {
 			return nil, err

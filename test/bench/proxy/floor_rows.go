@@ -70,6 +70,15 @@ func verdict(pass bool) string {
 	return "MISS"
 }
 
+// signed prints d with its sign, what one way adds to another.
+func signed(d time.Duration) string {
+	d = d.Round(10 * time.Microsecond)
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
+
 func micros(d float64) string { return time.Duration(d).Round(time.Microsecond).String() }
 
 // latencyFloorRows are the small GET's added p50 and p99 of each pair,
@@ -209,7 +218,7 @@ func execFloorRows(ctx context.Context, cp *localcluster.ControlPlane, paths []p
 		added := median(pair.clustergate) - median(pair.low)
 		rows = append(rows, floorRow{name: pair.name + ": exec stream setup (WebSocket, to the first echoed byte), median",
 			clustergate: median(pair.clustergate).Round(10 * time.Microsecond).String(), floor: median(pair.low).Round(10 * time.Microsecond).String(),
-			ratio: fmt.Sprintf("+%v", added.Round(10*time.Microsecond)), target: fmt.Sprintf("≤ +%v", floorTargetExec), verdict: verdict(added <= floorTargetExec)})
+			ratio: signed(added), target: fmt.Sprintf("≤ +%v", floorTargetExec), verdict: verdict(added <= floorTargetExec)})
 		perByte := make(map[int]float64)
 		for _, p := range []int{pair.clustergate, pair.low} {
 			before, err := cp.CPUTime(serverOf(p))

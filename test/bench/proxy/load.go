@@ -25,8 +25,9 @@ import (
 var (
 	loadClients = flag.Int("load-clients", 50, "concurrent clients of the load rows")
 	loadFor     = flag.Duration("load", 20*time.Second, "how long each path of the load rows runs (0: skip)")
-	profileDir  = flag.String("profile", "", "write clustergate's CPU profiles of the data plane's and the whole path's load runs into this directory")
+	profileDir  = flag.String("profile", "", "write the CPU profiles of clustergate's load runs on the data plane and the whole path, and of the floor API server's, into this directory")
 	envFlag     = flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=100)")
+	argsFlag    = flag.String("clustergate-args", "", "further flags of clustergate-apiserver, separated by spaces, to measure a setting (e.g. --recording=off)")
 )
 
 // clustergateEnv is what -clustergate-env adds to clustergate's environment.
@@ -72,8 +73,9 @@ func loadRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path, 
 	}
 	for _, p := range order {
 		var profile func() error
-		if profileDir != "" && (p == dataPlane || p == whole) {
-			profile = profileClustergate(ctx, cp, d, filepath.Join(profileDir, map[int]string{dataPlane: "clustergate-dataplane.cpu.pprof", whole: "clustergate-aggregated.cpu.pprof"}[p]))
+		if profileDir != "" && paths[p].profiled != "" {
+			file := map[int]string{dataPlane: "clustergate-dataplane", whole: "clustergate-aggregated", floorAggregated: "floor-apiserver"}[p]
+			profile = profileServer(ctx, cp, paths[p].profiled, d, filepath.Join(profileDir, file+".cpu.pprof"))
 		}
 		r, err := load(ctx, cp, paths[p], serverOf(p), clients, d)
 		if err != nil {
@@ -155,11 +157,14 @@ func load(ctx context.Context, cp *localcluster.ControlPlane, p path, server str
 	return r, nil
 }
 
-// profileClustergate starts taking clustergate's CPU profile for d, from
-// the generic server's /debug/pprof as a member of system:masters; the
-// function returned waits for it and writes it to file.
-func profileClustergate(ctx context.Context, cp *localcluster.ControlPlane, d time.Duration, file string) func() error {
-	cfg := cp.FrontProxyConfig(cp.ClustergateURL, "admin", "system:masters", "system:authenticated")
+// profileServer starts taking the CPU profile for d of the generic API
+// server at url, clustergate or the floor's, from its /debug/pprof as a
+// member of system:masters; the function returned waits for it and writes
+// it to file.
+func profileServer(ctx context.Context, cp *localcluster.ControlPlane, url string, d time.Duration, file string) func() error {
+	cfg := cp.FrontProxyConfig(url, "admin", "system:masters", "system:authenticated")
+	// Either server's certificate names 127.0.0.1.
+	cfg.ServerName = ""
 	cfg.Timeout = d + time.Minute
 	done := make(chan error, 1)
 	go func() {
@@ -168,14 +173,14 @@ func profileClustergate(ctx context.Context, cp *localcluster.ControlPlane, d ti
 			if err != nil {
 				return err
 			}
-			resp, err := client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", cp.ClustergateURL, int(d.Seconds())))
+			resp, err := client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", url, int(d.Seconds())))
 			if err != nil {
 				return err
 			}
 			defer resp.Body.Close()
 			if resp.StatusCode != 200 {
 				body, _ := io.ReadAll(resp.Body)
-				return fmt.Errorf("clustergate's CPU profile: %s: %s", resp.Status, body)
+				return fmt.Errorf("CPU profile of %s: %s: %s", url, resp.Status, body)
 			}
 			out, err := os.Create(file)
 			if err != nil {

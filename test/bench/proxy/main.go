@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,9 @@ type path struct {
 	name   string
 	client kubernetes.Interface
 	cfg    *rest.Config
+	// profiled is the URL of the generic API server that proxies the
+	// path, whose CPU profile -profile takes; empty for the others.
+	profiled string
 }
 
 // Paths, in the order of the table's columns.
@@ -73,7 +77,7 @@ func run(root string, n, configMaps, streams int) error {
 	ctx := context.Background()
 	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench-proxy"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
-		ClustergateArgs: []string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"},
+		ClustergateArgs: append([]string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"}, strings.Fields(*argsFlag)...),
 		ClustergateEnv:  clustergateEnv(),
 		// A second replica joins for the fleet rows.
 		SharedEtcd: true,
