@@ -35,7 +35,7 @@ const (
 // Sizes of the floor rows' measurements.
 var (
 	floorWatches = flag.Int("floor-watches", 500, "idle watches held through each path for the floor rows' memory and cut")
-	floorStream  = flag.Int("floor-stream-mib", 32, "MiB streamed through an exec's cat on each path for the floor rows' CPU per streamed byte")
+	floorStream  = flag.Int("floor-stream-mib", 128, "MiB streamed through an exec's cat on each path for the floor rows' CPU per streamed byte")
 )
 
 // floorPair is a clustergate path and the floor path doing the same hops.
