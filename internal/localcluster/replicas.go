@@ -35,11 +35,11 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string, flags ...
 	if err != nil {
 		return Replica{}, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return Replica{}, err
 	}
-	dataPlanePort, err := freePort()
+	dataPlanePort, err := FreePort()
 	if err != nil {
 		return Replica{}, err
 	}

@@ -287,7 +287,7 @@ func standInPod(ctx context.Context, c kubernetes.Interface) error {
 // open and idle; each sends the moment it ended.
 func openExecs(ctx context.Context, cfg *rest.Config, n int) (<-chan time.Time, error) {
 	ended := make(chan time.Time, n)
-	url := cfg.Host + "api/v1/namespaces/default/pods/" + execPod + "/exec?command=cat&stdin=true&stdout=true&container=main"
+	url := execURL(cfg)
 	for range n {
 		e, err := remotecommand.NewWebSocketExecutor(cfg, http.MethodGet, url)
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +76,7 @@ func startFloors(ctx context.Context, cp *localcluster.ControlPlane, garden *res
 	}
 	ports := map[string]int{}
 	for _, name := range []string{floorReverse, floorAPIServer} {
-		if ports[name], err = freePort(); err != nil {
+		if ports[name], err = localcluster.FreePort(); err != nil {
 			return nil, err
 		}
 		mode := strings.TrimPrefix(name, "floor-")
@@ -151,16 +150,6 @@ metadata: {name: bench-floor}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: bench-floor}
 subjects: [{kind: User, name: "%s"}]
 `
-
-// freePort is a port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // floorOnly skips the rows that have no floor: pkg/proxy's in-process
 // benchmarks and the fleet.

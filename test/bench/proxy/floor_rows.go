@@ -54,11 +54,11 @@ type floorRow struct {
 }
 
 // ratioRow is the floor row of a figure where less is better, with the
-// verdict of the target max of clustergate ÷ floor (none when 0).
-func ratioRow(name string, cg, low float64, format func(float64) string, max float64) floorRow {
+// verdict of the target limit of clustergate ÷ floor (none when 0).
+func ratioRow(name string, cg, low float64, format func(float64) string, limit float64) floorRow {
 	r := floorRow{name: name, clustergate: format(cg), floor: format(low), ratio: fmt.Sprintf("%.2f×", cg/low), target: "-"}
-	if max > 0 {
-		r.target, r.verdict = fmt.Sprintf("≤ %.1f×", max), verdict(cg/low <= max)
+	if limit > 0 {
+		r.target, r.verdict = fmt.Sprintf("≤ %.1f×", limit), verdict(cg/low <= limit)
 	}
 	return r
 }
@@ -87,12 +87,12 @@ func latencyFloorRows(p50, p99 []time.Duration) []floorRow {
 	var rows []floorRow
 	for _, pair := range floorPairs {
 		for _, q := range []struct {
-			name string
-			d    []time.Duration
-			max  float64
+			name  string
+			d     []time.Duration
+			limit float64
 		}{{"p50", p50, floorTargetRequest}, {"p99", p99, 0}} {
 			added := func(p int) float64 { return float64(q.d[p] - q.d[targetDirect]) }
-			rows = append(rows, ratioRow(fmt.Sprintf("%s: small GET, added %s over direct", pair.name, q.name), added(pair.clustergate), added(pair.low), micros, q.max))
+			rows = append(rows, ratioRow(fmt.Sprintf("%s: small GET, added %s over direct", pair.name, q.name), added(pair.clustergate), added(pair.low), micros, q.limit))
 		}
 	}
 	return rows

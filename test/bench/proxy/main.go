@@ -11,6 +11,8 @@
 // minted credentials; the last column is what each way adds to the direct
 // one. pkg/proxy's in-process benchmarks
 // complete the table with the handler's own cost and upgraded streams.
+// A second table sets clustergate's figures beside its floor's, the same
+// work through the bare Go proxies of test/bench/floor (floor.go).
 //
 //	go run ./test/bench/proxy            # or: make bench-proxy
 package main
