@@ -24,6 +24,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if err := writeKubeconfig(kubeconfig, "garden", cp.GardenURL, cp.certs.gardenCA.CertPEM(), cp.certs.clustergateUser, "clustergate"); err != nil {
 		return err
 	}
+	cp.ClustergateKubeconfig = kubeconfig
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "apply", "-k", filepath.Join(cp.opts.RepoRoot, "artifacts", "rbac")); err != nil {
 		return err
 	}

@@ -210,3 +210,15 @@ func cpuTimeOf(stat string) (time.Duration, error) {
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
+
+// StartProgram starts the program at path, one outside Options.BinDir such
+// as a benchmark's own server, as the component name with args: CPUTime,
+// RSSKiB, StopComponent and Stop then treat it as the others.
+func (cp *ControlPlane) StartProgram(name, path string, args ...string) error {
+	p, err := startProcess(cp.logs, name, path, nil, args...)
+	if err != nil {
+		return err
+	}
+	cp.procs = append(cp.procs, p)
+	return nil
+}

@@ -101,6 +101,9 @@ type ControlPlane struct {
 	ShootAuditLog string
 	// ClustergateURL is clustergate-apiserver itself, without the aggregator.
 	ClustergateURL string
+	// ClustergateKubeconfig reaches the garden as clustergate's
+	// ServiceAccount: its delegated authentication and authorization.
+	ClustergateKubeconfig string
 	// DataPlaneURL is the first replica's data plane, whose JWTs the garden
 	// kube-apiserver issues (see DataPlaneAudience); DataPlaneCAFile
 	// verifies it.
@@ -177,8 +180,9 @@ type ports struct {
 	etcd, etcdPeer, garden, shoot, gardenControllers, signer, gardener, clustergate, node, dataPlane int
 }
 
-// freePort is a port of 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
+// FreePort is a port of 127.0.0.1 that was free a moment ago, for a
+// server started beside the control plane.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -191,7 +195,7 @@ func freePort() (int, error) {
 func allocatePorts() (ports, error) {
 	var p ports
 	for _, dst := range []*int{&p.etcd, &p.etcdPeer, &p.garden, &p.shoot, &p.gardenControllers, &p.signer, &p.gardener, &p.clustergate, &p.node, &p.dataPlane} {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return p, err
 		}

@@ -89,7 +89,7 @@ func (cp *ControlPlane) startWorkloads(ctx context.Context) error {
 	}
 	var schedulerPort, controllersPort, nodePort int
 	for _, p := range []*int{&schedulerPort, &controllersPort, &nodePort} {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return err
 		}

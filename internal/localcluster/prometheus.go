@@ -80,7 +80,7 @@ func (cp *ControlPlane) StartPrometheus(ctx context.Context, opts PrometheusOpti
 	if err := rule.WriteRulesFile(filepath.Join(dir, "rules.yaml")); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -35,11 +35,11 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string, flags ...
 	if err != nil {
 		return Replica{}, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return Replica{}, err
 	}
-	dataPlanePort, err := freePort()
+	dataPlanePort, err := FreePort()
 	if err != nil {
 		return Replica{}, err
 	}
@@ -118,3 +118,10 @@ func (cp *ControlPlane) FrontProxyConfigWithUID(url, user, uid string, groups ..
 type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// ServingCert issues a serving certificate for dnsName from the CA that
+// issues clustergate's, which APIServices and the data plane's clients
+// (DataPlaneCAFile) trust: for a benchmark's own server beside clustergate.
+func (cp *ControlPlane) ServingCert(name, dnsName string) (KeyPair, error) {
+	return cp.certs.aggregatedCA.ServingCert(cp.pki, name, dnsName)
+}

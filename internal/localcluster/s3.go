@@ -41,7 +41,7 @@ func (cp *ControlPlane) StartS3(ctx context.Context, bucket string) (*S3Server, 
 			return nil, err
 		}
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

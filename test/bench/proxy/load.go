@@ -25,8 +25,9 @@ import (
 var (
 	loadClients = flag.Int("load-clients", 50, "concurrent clients of the load rows")
 	loadFor     = flag.Duration("load", 20*time.Second, "how long each path of the load rows runs (0: skip)")
-	profileDir  = flag.String("profile", "", "write clustergate's CPU profile of the data plane's load run into this directory")
+	profileDir  = flag.String("profile", "", "write the CPU profiles of clustergate's load runs on the data plane and the whole path, and of the floor API server's, into this directory")
 	envFlag     = flag.String("clustergate-env", "", "environment variables of clustergate-apiserver, separated by spaces, to measure a setting of the Go runtime (e.g. GOGC=100)")
+	argsFlag    = flag.String("clustergate-args", "", "further flags of clustergate-apiserver, separated by spaces, to measure a setting (e.g. --recording=off)")
 )
 
 // clustergateEnv is what -clustergate-env adds to clustergate's environment.
@@ -40,16 +41,17 @@ const loadTarget = 0.8
 type loadResult struct {
 	requests, errors int64
 	elapsed          time.Duration
-	// cpu is clustergate's processor time meanwhile.
+	// cpu is the server's processor time meanwhile: clustergate's or a
+	// floor's.
 	cpu time.Duration
 }
 
 func (l loadResult) perSecond() float64 { return float64(l.requests) / l.elapsed.Seconds() }
 
 // loadFlagRows are the flags' loadRows, none with -load=0.
-func loadFlagRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path) ([]row, error) {
+func loadFlagRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path) ([]row, []loadResult, error) {
 	if *loadFor <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	return loadRows(ctx, cp, paths, *loadClients, *loadFor, *profileDir)
 }
@@ -59,22 +61,29 @@ func loadFlagRows(ctx context.Context, cp *localcluster.ControlPlane, paths []pa
 // after the other, and reports requests per second, errors, the ratio to
 // direct, and clustergate's processor time per proxied request, read from
 // its /proc stat before and after each path (on the direct one, what it
-// spends meanwhile without proxying). With profileDir set, clustergate's
-// CPU profile of the data plane's run is written there.
-func loadRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path, clients int, d time.Duration, profileDir string) ([]row, error) {
-	var results [ways]loadResult
-	for _, p := range []int{targetDirect, dataPlane, whole} {
+// spends meanwhile without proxying); with floors, the floor's paths too,
+// each with its floor server's processor time. It returns the results by
+// path, too. With profileDir set, clustergate's CPU profiles of the data
+// plane's and the whole path's runs are written there.
+func loadRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path, clients int, d time.Duration, profileDir string) ([]row, []loadResult, error) {
+	results := make([]loadResult, len(paths))
+	order := []int{targetDirect, dataPlane, whole}
+	if len(paths) > floorProxy {
+		order = []int{targetDirect, floorProxy, dataPlane, floorAggregated, whole}
+	}
+	for _, p := range order {
 		var profile func() error
-		if p == dataPlane && profileDir != "" {
-			profile = profileClustergate(ctx, cp, d, filepath.Join(profileDir, "clustergate-dataplane.cpu.pprof"))
+		if profileDir != "" && paths[p].profiled != "" {
+			file := map[int]string{dataPlane: "clustergate-dataplane", whole: "clustergate-aggregated", floorAggregated: "floor-apiserver"}[p]
+			profile = profileServer(ctx, cp, paths[p].profiled, d, filepath.Join(profileDir, file+".cpu.pprof"))
 		}
-		r, err := load(ctx, cp, paths[p], clients, d)
+		r, err := load(ctx, cp, paths[p], serverOf(p), clients, d)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if profile != nil {
 			if err := profile(); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		results[p] = r
@@ -96,12 +105,25 @@ func loadRows(ctx context.Context, cp *localcluster.ControlPlane, paths []path, 
 				results[whole].perSecond()/direct, results[dataPlane].perSecond()/direct, loadTarget)},
 		{name: "load: clustergate's processor time per request (direct: its own work meanwhile, per direct request)",
 			cells: [ways]string{whole: perRequest(whole), dataPlane: perRequest(dataPlane), targetDirect: perRequest(targetDirect)}},
-	}, nil
+	}, results, nil
 }
 
-// load runs clients concurrent loops of small GETs through p for d.
-func load(ctx context.Context, cp *localcluster.ControlPlane, p path, clients int, d time.Duration) (loadResult, error) {
-	before, err := cp.CPUTime("clustergate")
+// serverOf is the component that serves path p: a floor server or
+// clustergate.
+func serverOf(p int) string {
+	switch p {
+	case floorAggregated:
+		return floorAPIServer
+	case floorProxy:
+		return floorReverse
+	}
+	return "clustergate"
+}
+
+// load runs clients concurrent loops of small GETs through p for d, with
+// the processor time of the component server meanwhile.
+func load(ctx context.Context, cp *localcluster.ControlPlane, p path, server string, clients int, d time.Duration) (loadResult, error) {
+	before, err := cp.CPUTime(server)
 	if err != nil {
 		return loadResult{}, err
 	}
@@ -124,7 +146,7 @@ func load(ctx context.Context, cp *localcluster.ControlPlane, p path, clients in
 	}
 	wg.Wait()
 	r := loadResult{requests: requests.Load(), errors: errors.Load(), elapsed: time.Since(start)}
-	after, err := cp.CPUTime("clustergate")
+	after, err := cp.CPUTime(server)
 	if err != nil {
 		return loadResult{}, err
 	}
@@ -135,11 +157,14 @@ func load(ctx context.Context, cp *localcluster.ControlPlane, p path, clients in
 	return r, nil
 }
 
-// profileClustergate starts taking clustergate's CPU profile for d, from
-// the generic server's /debug/pprof as a member of system:masters; the
-// function returned waits for it and writes it to file.
-func profileClustergate(ctx context.Context, cp *localcluster.ControlPlane, d time.Duration, file string) func() error {
-	cfg := cp.FrontProxyConfig(cp.ClustergateURL, "admin", "system:masters", "system:authenticated")
+// profileServer starts taking the CPU profile for d of the generic API
+// server at url, clustergate or the floor's, from its /debug/pprof as a
+// member of system:masters; the function returned waits for it and writes
+// it to file.
+func profileServer(ctx context.Context, cp *localcluster.ControlPlane, url string, d time.Duration, file string) func() error {
+	cfg := cp.FrontProxyConfig(url, "admin", "system:masters", "system:authenticated")
+	// Either server's certificate names 127.0.0.1.
+	cfg.ServerName = ""
 	cfg.Timeout = d + time.Minute
 	done := make(chan error, 1)
 	go func() {
@@ -148,14 +173,14 @@ func profileClustergate(ctx context.Context, cp *localcluster.ControlPlane, d ti
 			if err != nil {
 				return err
 			}
-			resp, err := client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", cp.ClustergateURL, int(d.Seconds())))
+			resp, err := client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", url, int(d.Seconds())))
 			if err != nil {
 				return err
 			}
 			defer resp.Body.Close()
 			if resp.StatusCode != 200 {
 				body, _ := io.ReadAll(resp.Body)
-				return fmt.Errorf("clustergate's CPU profile: %s: %s", resp.Status, body)
+				return fmt.Errorf("CPU profile of %s: %s: %s", url, resp.Status, body)
 			}
 			out, err := os.Create(file)
 			if err != nil {

@@ -11,6 +11,8 @@
 // minted credentials; the last column is what each way adds to the direct
 // one. pkg/proxy's in-process benchmarks
 // complete the table with the handler's own cost and upgraded streams.
+// A second table sets clustergate's figures beside its floor's, the same
+// work through the bare Go proxies of test/bench/floor (floor.go).
 //
 //	go run ./test/bench/proxy            # or: make bench-proxy
 package main
@@ -21,6 +23,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +55,9 @@ type path struct {
 	name   string
 	client kubernetes.Interface
 	cfg    *rest.Config
+	// profiled is the URL of the generic API server that proxies the
+	// path, whose CPU profile -profile takes; empty for the others.
+	profiled string
 }
 
 // Paths, in the order of the table's columns.
@@ -73,7 +79,7 @@ func run(root string, n, configMaps, streams int) error {
 	ctx := context.Background()
 	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench-proxy"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
-		ClustergateArgs: []string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"},
+		ClustergateArgs: append([]string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"}, strings.Fields(*argsFlag)...),
 		ClustergateEnv:  clustergateEnv(),
 		// A second replica joins for the fleet rows.
 		SharedEtcd: true,
@@ -118,6 +124,13 @@ func run(root string, n, configMaps, streams int) error {
 	if err != nil {
 		return err
 	}
+	if *floors && !*fleetOnly {
+		low, err := startFloors(ctx, cp, gardenCfg, s, paths[whole].cfg)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, low...)
+	}
 	direct := paths[targetDirect].client
 	if _, err := direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		return err
@@ -138,6 +151,13 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	p50, p99 := latencies(n, gets)
 	rows = append(rows, smallGetRows(p50, p99)...)
+	// Beside them, with floors, the same figures of clustergate and of its
+	// floor.
+	var floorRows []floorRow
+	withFloors := len(paths) > floorProxy
+	if withFloors {
+		floorRows = latencyFloorRows(p50, p99)
+	}
 	// What any request to clustergate costs, proxied or not: a GET of the
 	// session object itself, served from clustergate's own storage, through
 	// kube-apiserver and straight to clustergate.
@@ -163,6 +183,14 @@ func run(root string, n, configMaps, streams int) error {
 	rows = append(rows, row{name: fmt.Sprintf("LIST %d ConfigMaps, items/s", configMaps),
 		cells: [ways]string{fmt.Sprintf("%.0f", rates[whole]), fmt.Sprintf("%.0f", rates[alone]), fmt.Sprintf("%.0f", rates[dataPlane]), fmt.Sprintf("%.0f", rates[targetDirect])},
 		ratio: fmt.Sprintf("%.0f%% / %.0f%% / %.0f%% of direct (data plane target ≥ 95%%)", 100*rates[whole]/rates[targetDirect], 100*rates[alone]/rates[targetDirect], 100*rates[dataPlane]/rates[targetDirect])})
+	if withFloors {
+		floorRows = append(floorRows, throughputFloorRows(fmt.Sprintf("LIST %d ConfigMaps, items/s", configMaps), rates, func(r float64) string { return fmt.Sprintf("%.0f", r) })...)
+		large, err := largeGetRates(ctx, paths)
+		if err != nil {
+			return err
+		}
+		floorRows = append(floorRows, throughputFloorRows("GET of a 1,000,000-byte ConfigMap, MiB/s", large, func(r float64) string { return fmt.Sprintf("%.1f", r) })...)
+	}
 
 	// Watch event delivery.
 	w50, err := watchLatencies(ctx, paths, 200)
@@ -171,11 +199,27 @@ func run(root string, n, configMaps, streams int) error {
 	}
 	rows = append(rows, addedRow("watch event latency p50", w50))
 
-	loaded, err := loadFlagRows(ctx, cp, paths)
+	loaded, results, err := loadFlagRows(ctx, cp, paths)
 	if err != nil {
 		return err
 	}
 	rows = append(rows, loaded...)
+	if withFloors {
+		floorRows = append(floorRows, loadFloorRows(results)...)
+		execRows, err := execFloorRows(ctx, cp, paths)
+		if err != nil {
+			return err
+		}
+		idleRows, err := idleFloorRows(ctx, cp, client, gardenCfg, paths)
+		if err != nil {
+			return err
+		}
+		floorRows = append(append(floorRows, execRows...), idleRows...)
+	}
+	defer printFloorTable(floorRows)
+	if *floorOnly {
+		return printTable(paths, rows, nil)
+	}
 
 	// In process: the handler alone, and upgraded streams (there is no
 	// kubelet here to exec into).

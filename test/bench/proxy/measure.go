@@ -72,23 +72,35 @@ func createConfigMaps(ctx context.Context, c kubernetes.Interface, n int) error 
 // listRates returns the items per second of rounds LISTs on each path,
 // after a warm-up; the paths take turns.
 func listRates(ctx context.Context, paths []path, rounds int) []float64 {
-	items, spent := make([]int, len(paths)), make([]time.Duration, len(paths))
+	return rates(paths, rounds, func(c kubernetes.Interface) (int, error) {
+		l, err := c.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return len(l.Items), nil
+	})
+}
+
+// rates returns what rounds calls on each path got per second (what each
+// call returns: items, bytes), after a warm-up; the paths take turns.
+func rates(paths []path, rounds int, call func(kubernetes.Interface) (int, error)) []float64 {
+	got, spent := make([]int, len(paths)), make([]time.Duration, len(paths))
 	for i := range rounds + 1 {
 		for j := range paths {
 			p := (i + j) % len(paths)
 			start := time.Now()
-			l, err := paths[p].client.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{})
+			n, err := call(paths[p].client)
 			if err == nil && i > 0 {
-				items[p] += len(l.Items)
+				got[p] += n
 				spent[p] += time.Since(start)
 			}
 		}
 	}
-	rates := make([]float64, len(paths))
+	perSecond := make([]float64, len(paths))
 	for p := range paths {
-		rates[p] = float64(items[p]) / spent[p].Seconds()
+		perSecond[p] = float64(got[p]) / spent[p].Seconds()
 	}
-	return rates
+	return perSecond
 }
 
 // watchLatencies is the median time, per path, from a ConfigMap's creation

@@ -78,7 +78,8 @@ func clients(ctx context.Context, cp *localcluster.ControlPlane, garden *rest.Co
 	if dataPlaneCfg.BearerToken, err = ownerToken(ctx, kube, localcluster.DataPlaneAudience); err != nil {
 		return nil, err
 	}
-	paths := []path{{name: "kube-apiserver → clustergate"}, {name: "clustergate alone"}, {name: "data plane"}, {name: "direct"}}
+	paths := []path{{name: "kube-apiserver → clustergate", profiled: cp.ClustergateURL}, {name: "clustergate alone", profiled: cp.ClustergateURL},
+		{name: "data plane", profiled: cp.ClustergateURL}, {name: "direct"}}
 	for i, cfg := range []*rest.Config{wholeCfg, aloneCfg, dataPlaneCfg, directCfg} {
 		cfg.QPS, cfg.Burst = 5000, 5000
 		paths[i].cfg = cfg
