@@ -26,7 +26,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/gardener"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // ActionType names what a pass does.
@@ -114,7 +113,7 @@ type Observed struct {
 	// a kubeconfig is written.
 	Failure *controllerutil.Failure
 	// Lock is the SessionLock on the object's Shoot that holds it, or nil
-	// (sessionlock.MatchingKubeconfig).
+	// (v1alpha1.MatchingKubeconfigLock).
 	Lock *v1alpha1.SessionLock
 	// Now is the current time.
 	Now time.Time
@@ -216,7 +215,7 @@ func nextAction(o Observed, cfg Config) Action {
 // comes when the lock expires, or with the lock's change.
 func lockedAction(o Observed) Action {
 	obj, lock := o.Object, o.Lock
-	msg := sessionlock.Message(lock.Name, lock.Spec.Reason) + ": no kubeconfig is written for shoot " + obj.Spec.Shoot.Name + " while it holds"
+	msg := v1alpha1.LockMessage(lock.Name, lock.Spec.Reason) + ": no kubeconfig is written for shoot " + obj.Spec.Shoot.Name + " while it holds"
 	if o.Secret != nil && ownership(obj, o.Secret) == owned {
 		if w, ok := readWritten(o.Secret, obj.Spec.Kubeconfig.Secret.Key); ok && o.Now.Before(w.expiresAt) {
 			msg += fmt.Sprintf("; the kubeconfig in Secret %s stays valid until %s and is not renewed", o.Secret.Name, w.expiresAt.UTC().Format(time.RFC3339))

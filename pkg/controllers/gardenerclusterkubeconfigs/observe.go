@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // allObjects returns the key of every object: a lock may hold any.
@@ -57,7 +56,7 @@ func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterK
 	if err != nil {
 		return o, err
 	}
-	o.Lock = sessionlock.MatchingKubeconfig(locks, obj.Namespace, obj.Spec.Shoot.Name, o.Now)
+	o.Lock = v1alpha1.MatchingKubeconfigLock(locks, obj.Namespace, obj.Spec.Shoot.Name, o.Now)
 	ref := obj.Spec.Kubeconfig.Secret
 	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
 	if apierrors.IsNotFound(err) {

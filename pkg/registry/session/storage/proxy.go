@@ -26,7 +26,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/ownership"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/registry/session"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // retryAfterSeconds is what a client is told to wait for a session that is
@@ -112,9 +111,9 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	// marks the session Locked; it holds the request also by its
 	// requester's current groups, which the session's snapshot of the
 	// owner's groups may lack.
-	subject := sessionlock.InternalSubjectOf(s)
+	subject := v1alpha1.InternalLockSubjectOf(s)
 	if u, ok := genericapirequest.UserFrom(ctx); ok {
-		subject.Requester = &sessionlock.Person{User: u.GetName(), Groups: u.GetGroups()}
+		subject.Requester = &v1alpha1.LockPerson{User: u.GetName(), Groups: u.GetGroups()}
 	}
 	if msg, locked := r.tracker.Holding(subject); locked {
 		return nil, lockedProxy(s, msg)
