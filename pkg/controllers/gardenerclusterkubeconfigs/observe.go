@@ -44,7 +44,8 @@ func (c *Controller) next(ctx context.Context, key types.NamespacedName) (Observ
 	return observed, NextAction(observed, c.opts.Config), nil
 }
 
-// observe gathers the object's Secrets and the lock that holds it. The
+// observe gathers the object's Secrets and the lock that holds it, and
+// reserves the rotation slot of its kubeconfig. The
 // Secret named in spec is read from the server when the cache, which holds
 // only managed Secrets, lacks it: it may be someone else's.
 func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig) (Observed, error) {
@@ -78,5 +79,6 @@ func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterK
 			o.Stale = append(o.Stale, s)
 		}
 	}
+	o.RotateAt = reserveRotation(o, c.opts.Config)
 	return o, nil
 }
