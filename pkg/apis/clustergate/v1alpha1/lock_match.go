@@ -18,12 +18,26 @@ import (
 // never disagree on which sessions a lock holds.
 
 // LockPerson is who a lock's user names and group are matched against.
+//
+// It is no API type: nothing serves or stores it, so no code is generated
+// for it.
+//
+// +k8s:deepcopy-gen=false
+// +k8s:openapi-gen=false
+// +protobuf=false
 type LockPerson struct {
 	User   string
 	Groups []string
 }
 
 // LockSubject is what locks match a session, or a request through it, on.
+//
+// It is no API type: nothing serves or stores it, so no code is generated
+// for it.
+//
+// +k8s:deepcopy-gen=false
+// +k8s:openapi-gen=false
+// +protobuf=false
 type LockSubject struct {
 	// User is the owner's user name; Groups the owner's groups as the
 	// session recorded them at creation.
