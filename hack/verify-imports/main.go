@@ -35,7 +35,7 @@ var (
 	apis      = []string{"pkg/apis/"}
 	generated = []string{"pkg/generated/"}
 	libraries = []string{"pkg/intern", "pkg/memlimit", "pkg/embeddedetcd", "pkg/gardener", "pkg/credentials",
-		"pkg/ownership", "pkg/sessionlock", "pkg/approvalpolicy", "pkg/sessionaccess", "pkg/recording", "pkg/wsframe", "pkg/admission/authz", "pkg/registry/finalizers", "pkg/registry/status", "pkg/registry/table",
+		"pkg/ownership", "pkg/approvalpolicy", "pkg/sessionaccess", "pkg/recording", "pkg/wsframe", "pkg/admission/authz", "pkg/registry/finalizers", "pkg/registry/status", "pkg/registry/table",
 		"pkg/registry/registrytest"}
 )
 

@@ -23,8 +23,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/streaming/pkg/httpstream"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // Target is what a proxied request needs of its session.
@@ -63,7 +63,7 @@ type Target struct {
 	// Subject is what SessionLocks match the request on: the session's
 	// recorded owner, namespace and target, and the requester as
 	// authenticated for this request. Nil matches the session alone.
-	Subject *sessionlock.Subject
+	Subject *v1alpha1.LockSubject
 }
 
 // strippedHeaderPrefixes never reach the target: the caller's credentials

@@ -14,7 +14,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // ErrLocked is what every LockedError is: a SessionLock holds the session.
@@ -23,7 +22,7 @@ var ErrLocked = errors.New("the session is locked")
 // LockedError ends and refuses the connections of a session a SessionLock
 // holds; it says which lock and why.
 type LockedError struct {
-	// Message names the lock and its reason (sessionlock.Message).
+	// Message names the lock and its reason (v1alpha1.LockMessage).
 	Message string
 }
 
@@ -92,7 +91,7 @@ func (r *Tracker) relock() {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	if next := sessionlock.NextExpiry(all, now); !next.IsZero() {
+	if next := v1alpha1.NextLockExpiry(all, now); !next.IsZero() {
 		// From its own goroutine, as the callback may run inside a fake
 		// clock's Step.
 		l.timer = r.clock.AfterFunc(next.Sub(now), func() { go r.relock() })
@@ -112,8 +111,8 @@ func (r *Tracker) applyLocks(s *v1alpha1.Session, all []*v1alpha1.SessionLock, n
 	if s.DeletionTimestamp != nil {
 		return
 	}
-	if l := sessionlock.Matching(all, sessionlock.SubjectOf(s), now); l != nil {
-		r.End(s.UID, &LockedError{Message: sessionlock.Message(l.Name, l.Spec.Reason)})
+	if l := v1alpha1.MatchingLock(all, v1alpha1.LockSubjectOf(s), now); l != nil {
+		r.End(s.UID, &LockedError{Message: v1alpha1.LockMessage(l.Name, l.Spec.Reason)})
 		return
 	}
 	r.unlock(s.UID)
@@ -133,8 +132,8 @@ func (r *Tracker) cutRequests(all []*v1alpha1.SessionLock, now time.Time) {
 			if c.subject == nil {
 				continue
 			}
-			if l := sessionlock.Matching(all, *c.subject, now); l != nil {
-				c.cancel(&LockedError{Message: sessionlock.Message(l.Name, l.Spec.Reason)})
+			if l := v1alpha1.MatchingLock(all, *c.subject, now); l != nil {
+				c.cancel(&LockedError{Message: v1alpha1.LockMessage(l.Name, l.Spec.Reason)})
 			}
 		}
 	}
@@ -176,14 +175,14 @@ func (r *Tracker) unlock(uid types.UID) {
 // subject now, as this replica's locks informer knows them: sessions/proxy
 // refuses it at once, before the leader marks the session Locked. ok is
 // false when none holds it, or before EndWithLocks.
-func (r *Tracker) Holding(subject sessionlock.Subject) (message string, ok bool) {
+func (r *Tracker) Holding(subject v1alpha1.LockSubject) (message string, ok bool) {
 	l := r.lockState()
 	if l == nil {
 		return "", false
 	}
-	lock := sessionlock.Matching(l.list(), subject, r.clock.Now())
+	lock := v1alpha1.MatchingLock(l.list(), subject, r.clock.Now())
 	if lock == nil {
 		return "", false
 	}
-	return sessionlock.Message(lock.Name, lock.Spec.Reason), true
+	return v1alpha1.LockMessage(lock.Name, lock.Spec.Reason), true
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/fake"
 	"github.com/clustergate/clustergate/pkg/generated/informers/externalversions"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // TestEndWithLocks drives the tracker from a locks informer: a lock on
@@ -66,7 +65,7 @@ func TestEndWithLocks(t *testing.T) {
 	must(t, err)
 	select {
 	case <-conn.Done():
-		if cause := context.Cause(conn); !errors.Is(cause, ErrLocked) || cause.Error() != sessionlock.Message("inc", "INC-1") {
+		if cause := context.Cause(conn); !errors.Is(cause, ErrLocked) || cause.Error() != v1alpha1.LockMessage("inc", "INC-1") {
 			t.Errorf("connection ended with %v, want the lock's message", cause)
 		}
 	case <-time.After(5 * time.Second):
@@ -78,7 +77,7 @@ func TestEndWithLocks(t *testing.T) {
 	if _, err := open("s2"); err != nil {
 		t.Errorf("open of bob's session: %v, want no lock", err)
 	}
-	if msg, ok := r.Holding(sessionlock.SubjectOf(s)); !ok || !strings.Contains(msg, "INC-1") {
+	if msg, ok := r.Holding(v1alpha1.LockSubjectOf(s)); !ok || !strings.Contains(msg, "INC-1") {
 		t.Errorf("Holding = %q, %v; want the lock", msg, ok)
 	}
 
@@ -119,8 +118,8 @@ func TestLockHoldsTheRequester(t *testing.T) {
 	// as is a request through s1 by alice with the groups she has now.
 	as := func(groups ...string) Target {
 		tgt := target(u, tr)
-		subject := sessionlock.SubjectOf(s)
-		subject.Requester = &sessionlock.Person{User: "alice", Groups: groups}
+		subject := v1alpha1.LockSubjectOf(s)
+		subject.Requester = &v1alpha1.LockPerson{User: "alice", Groups: groups}
 		tgt.Subject = &subject
 		return tgt
 	}
@@ -136,7 +135,7 @@ func TestLockHoldsTheRequester(t *testing.T) {
 	lock := &v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{Name: "inc"}, Spec: v1alpha1.SessionLockSpec{Group: "sre", Reason: "INC-2"}}
 	_, err = client.ClustergateV1alpha1().SessionLocks().Create(context.Background(), lock, metav1.CreateOptions{})
 	must(t, err)
-	want := sessionlock.Message("inc", "INC-2")
+	want := v1alpha1.LockMessage("inc", "INC-2")
 	scanned := make(chan bool, 1)
 	go func() { scanned <- lines.Scan() }()
 	select {

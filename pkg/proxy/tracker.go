@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/sessionaccess"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // Why connections of a session end.
@@ -97,7 +97,7 @@ type openConn struct {
 	cancel context.CancelCauseFunc
 	// subject is what SessionLocks match the connection's request on, with
 	// its requester (Target.Subject); nil leaves it to the session's match.
-	subject *sessionlock.Subject
+	subject *v1alpha1.LockSubject
 }
 
 // NewTracker returns an empty tracker.
@@ -123,7 +123,7 @@ func (r *Tracker) OpenUntil(parent context.Context, uid types.UID, owner string,
 // openConn is OpenUntil of a connection that SessionLocks also match on
 // subject, when it is not nil.
 func (r *Tracker) openConn(parent context.Context, uid types.UID, owner string, expiresAt, idleAt time.Time,
-	subject *sessionlock.Subject) (context.Context, func(), error) {
+	subject *v1alpha1.LockSubject) (context.Context, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopping {

@@ -56,11 +56,11 @@ func newDecideCommand(g *globals, approve bool) *cobra.Command {
 
 // decide writes a decision into the session's pending approval.
 func decide(s *v1alpha1.Session, decision v1alpha1.ApprovalDecision, reason string) error {
-	n := len(s.Status.Approvals)
-	if n == 0 || s.Status.Approvals[n-1].Decision != v1alpha1.ApprovalPending {
+	pending := s.Status.PendingApproval()
+	if pending == nil {
 		return fmt.Errorf("session %s/%s waits for no approval", s.Namespace, s.Name)
 	}
-	s.Status.Approvals[n-1].Decision, s.Status.Approvals[n-1].Reason = decision, reason
+	pending.Decision, pending.Reason = decision, reason
 	return nil
 }
 

@@ -40,7 +40,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/admission/authz"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/approvalpolicy"
 	"github.com/clustergate/clustergate/pkg/ownership"
 )
@@ -212,7 +211,7 @@ func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) e
 		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny their own session %s/%s: another approver must",
 			requester.GetName(), s.Namespace, s.Name))
 	}
-	if pending := validation.Pending(s); pending != nil && ownership.Is(requester, clustergate.SessionOwner{Username: pending.RequestedBy}) {
+	if pending := s.Status.PendingApproval(); pending != nil && ownership.Is(requester, clustergate.SessionOwner{Username: pending.RequestedBy}) {
 		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny a request they made on session %s/%s: another approver must",
 			requester.GetName(), s.Namespace, s.Name))
 	}
@@ -224,7 +223,7 @@ func (p *Plugin) validateApproval(ctx context.Context, a admission.Attributes) e
 	if why := approvalpolicy.Refusal(s, requester.GetName(), requester.GetGroups()); why != "" {
 		return admission.NewForbidden(a, fmt.Errorf("user %q may not approve or deny session %s/%s: %s", requester.GetName(), s.Namespace, s.Name, why))
 	}
-	if pending := validation.Pending(s); pending != nil && slices.ContainsFunc(pending.Decisions, func(d clustergate.ApproverDecision) bool {
+	if pending := s.Status.PendingApproval(); pending != nil && slices.ContainsFunc(pending.Decisions, func(d clustergate.ApproverDecision) bool {
 		return d.Approver == requester.GetName()
 	}) {
 		return admission.NewForbidden(a, fmt.Errorf("user %q already decided on the pending request of session %s/%s: it needs %d distinct approvers",

@@ -6,9 +6,10 @@
 // before it expires or on demand, repaired when damaged and removed on
 // delete.
 //
-// Each pass computes the single next action from what it observes (NextAction,
-// a pure function tested as data) and performs it; state lives in the
-// object and its Secret, so a crash between passes loses nothing.
+// Each pass observes the object, reserving its rotation's slot in the
+// Schedule, computes the single next action from what it observed
+// (NextAction, a pure function tested as data) and performs it; state lives
+// in the object and its Secret, so a crash between passes loses nothing.
 package gardenerclusterkubeconfigs
 
 import (
@@ -26,7 +27,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/gardener"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // ActionType names what a pass does.
@@ -114,8 +114,13 @@ type Observed struct {
 	// a kubeconfig is written.
 	Failure *controllerutil.Failure
 	// Lock is the SessionLock on the object's Shoot that holds it, or nil
-	// (sessionlock.MatchingKubeconfig).
+	// (v1alpha1.MatchingKubeconfigLock).
 	Lock *v1alpha1.SessionLock
+	// RotateAt is when the rotation of the kubeconfig in the object's own
+	// Secret starts: its slot in Config.Schedule, reserved where the object
+	// was observed (reserveRotation), so that NextAction only reads. Zero
+	// rotates at the due time (RotationTime).
+	RotateAt time.Time
 	// Now is the current time.
 	Now time.Time
 }
@@ -123,7 +128,8 @@ type Observed struct {
 // NextAction computes the single next step for an object. A kubeconfig
 // that Gardener failed to issue is asked for again only once the retry is
 // due; until then the failure is the object's status. While a SessionLock
-// on the Shoot holds the object, no kubeconfig is written at all.
+// on the Shoot holds the object, no kubeconfig is written at all. It only
+// reads: the rotation's slot was reserved when the object was observed.
 func NextAction(o Observed, cfg Config) Action {
 	a := nextAction(o, cfg)
 	if o.Lock != nil && o.Object.DeletionTimestamp == nil {
@@ -191,7 +197,10 @@ func nextAction(o Observed, cfg Config) Action {
 		}
 		return Action{Type: RemoveForceAnnotation}
 	}
-	rotateAt := cfg.Schedule.RotateAt(obj.UID, written.lastSync, RotationTime(written.lastSync, written.expiresAt, cfg))
+	rotateAt := o.RotateAt
+	if rotateAt.IsZero() {
+		rotateAt = RotationTime(written.lastSync, written.expiresAt, cfg)
+	}
 	if !o.Now.Before(rotateAt) {
 		return Action{Type: WriteKubeconfig, Reason: v1alpha1.KubeconfigReasonRotated}
 	}
@@ -216,7 +225,7 @@ func nextAction(o Observed, cfg Config) Action {
 // comes when the lock expires, or with the lock's change.
 func lockedAction(o Observed) Action {
 	obj, lock := o.Object, o.Lock
-	msg := sessionlock.Message(lock.Name, lock.Spec.Reason) + ": no kubeconfig is written for shoot " + obj.Spec.Shoot.Name + " while it holds"
+	msg := v1alpha1.LockMessage(lock.Name, lock.Spec.Reason) + ": no kubeconfig is written for shoot " + obj.Spec.Shoot.Name + " while it holds"
 	if o.Secret != nil && ownership(obj, o.Secret) == owned {
 		if w, ok := readWritten(o.Secret, obj.Spec.Kubeconfig.Secret.Key); ok && o.Now.Before(w.expiresAt) {
 			msg += fmt.Sprintf("; the kubeconfig in Secret %s stays valid until %s and is not renewed", o.Secret.Name, w.expiresAt.UTC().Format(time.RFC3339))
@@ -265,6 +274,24 @@ func timesEqual(a, b *metav1.Time) bool {
 		return a == b
 	}
 	return a.Time.Truncate(time.Second).Equal(b.Time.Truncate(time.Second))
+}
+
+// reserveRotation reserves, in cfg.Schedule, the slot of the rotation of
+// the kubeconfig in the object's own Secret and returns when the rotation
+// starts; zero for an object being deleted or without a kubeconfig of its
+// own to rotate. The pass that observes the object calls it, as the
+// schedule's slots change with what is seen; NextAction reads its answer in
+// Observed.RotateAt.
+func reserveRotation(o Observed, cfg Config) time.Time {
+	obj, secret := o.Object, o.Secret
+	if obj.DeletionTimestamp != nil || secret == nil || ownership(obj, secret) != owned {
+		return time.Time{}
+	}
+	written, ok := readWritten(secret, obj.Spec.Kubeconfig.Secret.Key)
+	if !ok {
+		return time.Time{}
+	}
+	return cfg.Schedule.RotateAt(obj.UID, written.lastSync, RotationTime(written.lastSync, written.expiresAt, cfg))
 }
 
 // RotationTime is when a kubeconfig written at lastSync and expiring at

@@ -4,6 +4,7 @@
 package gardenerclusterkubeconfigs
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -201,6 +202,49 @@ func TestNextAction(t *testing.T) {
 			tt.obs.Now = now
 			if diff := cmp.Diff(tt.expect, NextAction(tt.obs, cfg)); diff != "" {
 				t.Errorf("action (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNextActionOnlyReads: NextAction takes no rotation slot; the pass that
+// observes the object does (reserveRotation). Asked twice, it answers the
+// same, starts the rotation at the reserved slot when there is one, and
+// leaves the schedule as it was.
+func TestNextActionOnlyReads(t *testing.T) {
+	now := synced.Add(time.Hour)
+	tests := []struct {
+		name     string
+		reserve  bool
+		wantHeld int
+	}{
+		{name: "observed without a reservation: rotates at the due time"},
+		{name: "observed with its slot reserved", reserve: true, wantHeld: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			paced := cfg
+			paced.Schedule = NewSchedule(1, time.Minute)
+			o := Observed{Object: object(ready), Secret: secret(), Now: now}
+			start := RotationTime(synced, synced.Add(24*time.Hour), cfg)
+			if tt.reserve {
+				o.RotateAt = reserveRotation(o, paced)
+				start = o.RotateAt
+			}
+			slots, held := maps.Clone(paced.Schedule.slots), maps.Clone(paced.Schedule.held)
+
+			first, second := NextAction(o, paced), NextAction(o, paced)
+			if diff := cmp.Diff(first, second); diff != "" {
+				t.Errorf("second answer differs (-first +second):\n%s", diff)
+			}
+			if want := (Action{Type: None, RequeueAfter: paced.Schedule.Wait(start, now)}); !cmp.Equal(first, want) {
+				t.Errorf("action = %+v, want %+v", first, want)
+			}
+			if !maps.Equal(slots, paced.Schedule.slots) || !maps.Equal(held, paced.Schedule.held) {
+				t.Errorf("NextAction changed the schedule: slots %v → %v, held %v → %v", slots, paced.Schedule.slots, held, paced.Schedule.held)
+			}
+			if len(paced.Schedule.held) != tt.wantHeld {
+				t.Errorf("%d slots held, want %d", len(paced.Schedule.held), tt.wantHeld)
 			}
 		})
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // allObjects returns the key of every object: a lock may hold any.
@@ -45,7 +44,8 @@ func (c *Controller) next(ctx context.Context, key types.NamespacedName) (Observ
 	return observed, NextAction(observed, c.opts.Config), nil
 }
 
-// observe gathers the object's Secrets and the lock that holds it. The
+// observe gathers the object's Secrets and the lock that holds it, and
+// reserves the rotation slot of its kubeconfig. The
 // Secret named in spec is read from the server when the cache, which holds
 // only managed Secrets, lacks it: it may be someone else's.
 func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig) (Observed, error) {
@@ -57,7 +57,7 @@ func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterK
 	if err != nil {
 		return o, err
 	}
-	o.Lock = sessionlock.MatchingKubeconfig(locks, obj.Namespace, obj.Spec.Shoot.Name, o.Now)
+	o.Lock = v1alpha1.MatchingKubeconfigLock(locks, obj.Namespace, obj.Spec.Shoot.Name, o.Now)
 	ref := obj.Spec.Kubeconfig.Secret
 	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
 	if apierrors.IsNotFound(err) {
@@ -79,5 +79,6 @@ func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterK
 			o.Stale = append(o.Stale, s)
 		}
 	}
+	o.RotateAt = reserveRotation(o, c.opts.Config)
 	return o, nil
 }

@@ -28,7 +28,7 @@ func approvalAction(o Observed, cfg Config) *Action {
 	case v1alpha1.ApprovalDenied:
 		return &Action{Type: DeleteSession, Reason: v1alpha1.SessionReasonDenied, Message: "Session " + decision(open)}
 	case v1alpha1.ApprovalPending:
-		deadline := s.CreationTimestamp.Add(cfg.ApprovalTimeout)
+		deadline := v1alpha1.ApprovalDeadline(s.CreationTimestamp, cfg.ApprovalTimeout)
 		if !o.Now.Before(deadline) {
 			return &Action{Type: DeleteSession, Reason: v1alpha1.SessionReasonApprovalTimedOut,
 				Message: fmt.Sprintf("Session not approved within %s; removed", cfg.ApprovalTimeout)}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // Lock is the SessionLock that holds a session, as a pass sees it.
@@ -29,7 +28,7 @@ func (c *Controller) lockOf(s *v1alpha1.Session, now time.Time) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := sessionlock.Matching(locks, sessionlock.SubjectOf(s), now)
+	l := v1alpha1.MatchingLock(locks, v1alpha1.LockSubjectOf(s), now)
 	if l == nil {
 		return nil, nil
 	}
@@ -65,7 +64,7 @@ func lockedAction(o Observed, untilExpiry time.Duration) Action {
 		creds = &metav1.Condition{Type: v1alpha1.SessionConditionCredentialsReady, Status: metav1.ConditionFalse,
 			Reason: v1alpha1.SessionReasonCredentialsPending, Message: "credentials are minted once no lock holds the session"}
 	}
-	msg := sessionlock.Message(lock.Name, lock.Reason)
+	msg := v1alpha1.LockMessage(lock.Name, lock.Reason)
 	ready := metav1.Condition{Type: v1alpha1.SessionConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.SessionReasonLocked, Message: msg}
 	requeue := untilExpiry
 	if !lock.ExpiresAt.IsZero() {

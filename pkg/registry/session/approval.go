@@ -56,7 +56,7 @@ func (st ApprovalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtim
 	newSession.Status.Approvals = approvals
 
 	n := len(approvals)
-	if n == 0 || n != len(oldSession.Status.Approvals) || oldSession.Status.Approvals[n-1].Decision != clustergate.ApprovalPending {
+	if n == 0 || n != len(oldSession.Status.Approvals) || oldSession.Status.PendingApproval() == nil {
 		return // validation says what is wrong
 	}
 	decided, asked := &approvals[n-1], &oldSession.Status.Approvals[n-1]
@@ -83,9 +83,9 @@ func (st ApprovalStrategy) PrepareForUpdate(ctx context.Context, obj, old runtim
 	var expiresAt time.Time
 	switch {
 	case decided.Type == clustergate.ApprovalOpen:
-		expiresAt = validation.ExpiresAt(now.Time, newSession.Spec.TTL.Duration)
+		expiresAt = v1alpha1.ExpiryAfter(now.Time, newSession.Spec.TTL.Duration)
 	case decided.Duration != nil && newSession.Status.ExpiresAt != nil:
-		expiresAt = validation.ExpiresAt(newSession.Status.ExpiresAt.Time, decided.Duration.Duration)
+		expiresAt = v1alpha1.ExpiryAfter(newSession.Status.ExpiresAt.Time, decided.Duration.Duration)
 	default:
 		return
 	}
@@ -136,7 +136,7 @@ func (st ExtensionStrategy) PrepareForUpdate(ctx context.Context, obj, old runti
 		return
 	}
 	applied, now := oldSession.Status.ApprovalPolicy, st.clock.Now().Truncate(time.Second)
-	if window := later.Sub(validation.WindowStart(oldSession)); approvalpolicy.AutoApproves(applied, window) {
+	if window := later.Sub(v1alpha1.InternalWindowStart(oldSession)); approvalpolicy.AutoApproves(applied, window) {
 		newSession.Status.Approvals = append(newSession.Status.Approvals,
 			approvalpolicy.AutoApproval(applied, clustergate.ApprovalExtend, later.Sub(current.Time), requester(ctx), now, window))
 		newSession.Status.ExpiresAt = &metav1.Time{Time: later}

@@ -101,7 +101,7 @@ func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 		return
 	}
 	if ttl > 0 && !s.CreationTimestamp.IsZero() {
-		expiresAt := metav1.NewTime(validation.ExpiresAt(s.CreationTimestamp.Time, s.Spec.TTL.Duration))
+		expiresAt := metav1.NewTime(v1alpha1.ExpiryAfter(s.CreationTimestamp.Time, s.Spec.TTL.Duration))
 		s.Status.ExpiresAt = &expiresAt
 	}
 }

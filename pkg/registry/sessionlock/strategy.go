@@ -22,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/registry/table"
 )
@@ -126,9 +127,9 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			state, expiresAt := "Active", table.None
 			if at := l.Spec.ExpiresAt; at != nil {
 				expiresAt = at.UTC().Format(time.RFC3339)
-				if !now.Before(at.Time) {
-					state = "Expired"
-				}
+			}
+			if v1alpha1.InternalLockExpired(l, now) {
+				state = "Expired"
 			}
 			users := l.Spec.Users
 			if l.Spec.User != "" {

@@ -4,7 +4,6 @@
 package v1alpha1
 
 import (
-	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -56,45 +55,6 @@ func SessionStateAt(s *Session, now time.Time) SessionState {
 	return sessionState(s.DeletionTimestamp, s.Status.ExpiresAt, s.Status.Conditions, idle, now)
 }
 
-// IdleDeadline is when a session ends for want of use: the last recorded
-// use (status.lastUsedAt) or, before any, the start of its access window,
-// plus spec.idleTimeout. ok is false for a session without an idle timeout
-// or whose window has not started (it waits for approval).
-func IdleDeadline(s *Session) (deadline time.Time, ok bool) {
-	var decided *metav1.Time
-	if a := s.Status.Approvals; len(a) > 0 && a[0].Type == ApprovalOpen {
-		decided = a[0].DecidedAt
-	}
-	return idleDeadline(s.Spec.IdleTimeout, s.Status.LastUsedAt, s.Status.ExpiresAt, s.CreationTimestamp, decided)
-}
-
-// InternalIdleDeadline is IdleDeadline of an internal session.
-func InternalIdleDeadline(s *clustergate.Session) (deadline time.Time, ok bool) {
-	var decided *metav1.Time
-	if a := s.Status.Approvals; len(a) > 0 && a[0].Type == clustergate.ApprovalOpen {
-		decided = a[0].DecidedAt
-	}
-	return idleDeadline(s.Spec.IdleTimeout, s.Status.LastUsedAt, s.Status.ExpiresAt, s.CreationTimestamp, decided)
-}
-
-// idleDeadline is the rule of IdleDeadline over the fields the internal and
-// the versioned Session share. The window starts at the opening's approval,
-// or at creation for a session that needed none; a lastUsedAt before it
-// (none should be) counts as the start.
-func idleDeadline(timeout *metav1.Duration, lastUsedAt, expiresAt *metav1.Time, created metav1.Time, approvedAt *metav1.Time) (time.Time, bool) {
-	if timeout == nil || timeout.Duration <= 0 || expiresAt == nil {
-		return time.Time{}, false
-	}
-	base := created.Time
-	if approvedAt != nil {
-		base = approvedAt.Time
-	}
-	if lastUsedAt != nil && lastUsedAt.After(base) {
-		base = lastUsedAt.Time
-	}
-	return base.Add(timeout.Duration), true
-}
-
 // InternalSessionStateAt returns the state of an internal session at now,
 // by the same rule as SessionStateAt: the registry and validation hold
 // internal objects. It lives here because the internal package cannot
@@ -129,28 +89,3 @@ func sessionState(deletion, expiresAt *metav1.Time, conditions []metav1.Conditio
 	}
 	return SessionLive
 }
-
-// PendingApproval returns the request of the session that waits for an
-// approver, or nil when none does: only the last request can.
-func (s *SessionStatus) PendingApproval() *SessionApproval {
-	if n := len(s.Approvals); n > 0 && s.Approvals[n-1].Decision == ApprovalPending {
-		return &s.Approvals[n-1]
-	}
-	return nil
-}
-
-// Approvers returns the distinct users who approved the request, in the
-// order they did.
-func (a *SessionApproval) Approvers() []string {
-	var names []string
-	for _, d := range a.Decisions {
-		if d.Decision == ApprovalApproved && !slices.Contains(names, d.Approver) {
-			names = append(names, d.Approver)
-		}
-	}
-	return names
-}
-
-// RequiredApprovers is how many distinct approvers the request needs: at
-// least one.
-func (a *SessionApproval) RequiredApprovers() int32 { return max(a.Required, 1) }

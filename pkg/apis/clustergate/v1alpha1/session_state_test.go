@@ -4,7 +4,6 @@
 package v1alpha1
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -75,20 +74,5 @@ func TestSessionState(t *testing.T) {
 				t.Errorf("%s.Ended() = %v, want %v", tc.want, got, tc.wantEnded)
 			}
 		})
-	}
-}
-
-func TestApproversAreDistinct(t *testing.T) {
-	a := SessionApproval{Required: 2, Decisions: []ApproverDecision{
-		{Approver: "bob", Decision: ApprovalApproved}, {Approver: "bob", Decision: ApprovalApproved}, {Approver: "dave", Decision: ApprovalDenied}}}
-	if got := a.Approvers(); !slices.Equal(got, []string{"bob"}) {
-		t.Errorf("Approvers = %q, want [bob]", got)
-	}
-	a.Decisions = append(a.Decisions, ApproverDecision{Approver: "carol", Decision: ApprovalApproved})
-	if got := a.Approvers(); !slices.Equal(got, []string{"bob", "carol"}) {
-		t.Errorf("Approvers = %q, want [bob carol]", got)
-	}
-	if got := (&SessionApproval{}).RequiredApprovers(); got != 1 {
-		t.Errorf("RequiredApprovers of a request under the flags = %d, want 1", got)
 	}
 }

@@ -61,6 +61,16 @@ func (in LocalSecretReference) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LockPerson) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.LockPerson"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LockSubject) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.LockSubject"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SecretKeyReference"
 }

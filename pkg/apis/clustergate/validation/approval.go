@@ -23,7 +23,7 @@ import (
 func ValidateSessionApprovalUpdate(newSession, oldSession *clustergate.Session, policy SessionLimits, now time.Time) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
 	approvalsPath := field.NewPath("status", "approvals")
-	pending := Pending(oldSession)
+	pending := oldSession.Status.PendingApproval()
 	if pending == nil {
 		return append(allErrs, field.Forbidden(approvalsPath, "nothing about this session waits for approval"))
 	}
@@ -73,8 +73,8 @@ func decidable(s *clustergate.Session, pending *clustergate.SessionApproval, pol
 	case state == v1alpha1.SessionExpired:
 		return fmt.Sprintf("the session expired at %s", formatTime(s.Status.ExpiresAt.Time))
 	case state == v1alpha1.SessionIdle:
-		return "the session went idle: " + idleSince(s)
-	case pending.Type == clustergate.ApprovalOpen && !now.Before(s.CreationTimestamp.Add(policy.ApprovalTimeout)):
+		return wentIdle(s)
+	case pending.Type == clustergate.ApprovalOpen && !now.Before(v1alpha1.ApprovalDeadline(s.CreationTimestamp, policy.ApprovalTimeout)):
 		return fmt.Sprintf("the session waited for approval longer than %s (--session-approval-timeout) and is being removed", policy.ApprovalTimeout)
 	}
 	return ""
@@ -97,8 +97,8 @@ func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session,
 	case state == v1alpha1.SessionExpired:
 		return append(allErrs, field.Forbidden(expiresPath, fmt.Sprintf("the session expired at %s", formatTime(current.Time))))
 	case state == v1alpha1.SessionIdle:
-		return append(allErrs, field.Forbidden(expiresPath, "the session went idle: "+idleSince(oldSession)))
-	case Pending(oldSession) != nil:
+		return append(allErrs, field.Forbidden(expiresPath, wentIdle(oldSession)))
+	case oldSession.Status.PendingApproval() != nil:
 		return append(allErrs, field.Forbidden(approvalsPath, "an earlier extension waits for approval"))
 	}
 
@@ -119,7 +119,7 @@ func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session,
 		return append(allErrs, field.Invalid(expiresPath, newSession.Status.ExpiresAt,
 			fmt.Sprintf("must be later than the current expiry %s: an extension never moves it earlier", formatTime(current.Time))))
 	}
-	start := WindowStart(oldSession)
+	start := v1alpha1.InternalWindowStart(oldSession)
 	if limit := start.Add(policy.MaxLifetime); requested.After(limit) {
 		allErrs = append(allErrs, field.Invalid(expiresPath, formatTime(*requested), fmt.Sprintf(
 			"a session may last at most %s from the start of its access window at %s (--session-max-lifetime), until %s",
@@ -128,12 +128,9 @@ func ValidateSessionExtensionUpdate(newSession, oldSession *clustergate.Session,
 	return allErrs
 }
 
-// idleSince says when an idle session reached its idle deadline.
-func idleSince(s *clustergate.Session) string {
-	if deadline, ok := v1alpha1.InternalIdleDeadline(s); ok {
-		return fmt.Sprintf("unused for %s since %s", s.Spec.IdleTimeout.Duration, formatTime(deadline.Add(-s.Spec.IdleTimeout.Duration)))
-	}
-	return "its Ready condition says so"
+// wentIdle says why an idle session takes no more decisions or uses.
+func wentIdle(s *clustergate.Session) string {
+	return "the session went idle: " + v1alpha1.InternalIdleSince(s)
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }

@@ -115,8 +115,7 @@ func validateLastUsedAt(newSession, oldSession *clustergate.Session, now time.Ti
 	}
 	switch state := v1alpha1.InternalSessionStateAt(oldSession, now); {
 	case state == v1alpha1.SessionIdle:
-		deadline, _ := v1alpha1.InternalIdleDeadline(oldSession)
-		return field.ErrorList{field.Forbidden(fldPath, fmt.Sprintf("the session went idle at %s; it is not used any more", formatTime(deadline)))}
+		return field.ErrorList{field.Forbidden(fldPath, wentIdle(oldSession)+"; it is not used any more")}
 	case state.Ended() || state == v1alpha1.SessionAwaitingApproval:
 		return field.ErrorList{field.Forbidden(fldPath, fmt.Sprintf("the session cannot be used (%s)", state))}
 	}

@@ -113,30 +113,6 @@ func (p SessionLimits) Validate() error {
 // approver.
 func (p SessionLimits) NeedsApproval(group string) bool { return p.ApprovalGroups.Has(group) }
 
-// WindowStart is when a session's access window started: at its approval,
-// for a session that needed one, otherwise at its creation.
-func WindowStart(s *clustergate.Session) time.Time {
-	if a := s.Status.Approvals; len(a) > 0 && a[0].Type == clustergate.ApprovalOpen && a[0].DecidedAt != nil {
-		return a[0].DecidedAt.Time
-	}
-	return s.CreationTimestamp.Time
-}
-
-// Pending returns the session's approval that waits for a decision, or nil.
-func Pending(s *clustergate.Session) *clustergate.SessionApproval {
-	if a := s.Status.Approvals; len(a) > 0 && a[len(a)-1].Decision == clustergate.ApprovalPending {
-		return &a[len(a)-1]
-	}
-	return nil
-}
-
-// ExpiresAt is when a session whose access window starts at start with the
-// given TTL expires, at the one-second precision that object timestamps are
-// stored in.
-func ExpiresAt(start time.Time, ttl time.Duration) time.Time {
-	return start.Add(ttl).Truncate(time.Second)
-}
-
 // nameIsDNSLabel is used for object names, which end up in URL paths, label
 // values and policy names, and so are held to 63 characters.
 var nameIsDNSLabel = apimachineryvalidation.NameIsDNSLabel

@@ -16,14 +16,14 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/registry/status"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // Locks finds the SessionLock that holds a session; the SessionLock
 // storage is the real one.
 type Locks interface {
-	Holding(ctx context.Context, subject sessionlock.Subject, now time.Time) (*clustergate.SessionLock, error)
+	Holding(ctx context.Context, subject v1alpha1.LockSubject, now time.Time) (*clustergate.SessionLock, error)
 }
 
 // lockGuard refuses to create or extend a session a SessionLock holds.
@@ -38,7 +38,7 @@ func (g lockGuard) check(ctx context.Context, s *clustergate.Session, what strin
 	if g.locks == nil {
 		return nil
 	}
-	l, err := g.locks.Holding(ctx, sessionlock.InternalSubjectOf(s), g.clock.Now())
+	l, err := g.locks.Holding(ctx, v1alpha1.InternalLockSubjectOf(s), g.clock.Now())
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("reading the session locks: %w", err))
 	}
@@ -53,7 +53,7 @@ func (g lockGuard) check(ctx context.Context, s *clustergate.Session, what strin
 // by SessionLock LOCK: REASON`.
 func Locked(session, what, lock, reason string) *apierrors.StatusError {
 	return apierrors.NewForbidden(clustergate.Resource("sessions"), session,
-		errors.New("cannot "+what+": "+sessionlock.Message(lock, reason)))
+		errors.New("cannot "+what+": "+v1alpha1.LockMessage(lock, reason)))
 }
 
 // create wraps a create validation: the lock is checked on the session as

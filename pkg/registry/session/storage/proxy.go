@@ -26,7 +26,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/ownership"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/registry/session"
-	"github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // retryAfterSeconds is what a client is told to wait for a session that is
@@ -112,9 +111,9 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 	// marks the session Locked; it holds the request also by its
 	// requester's current groups, which the session's snapshot of the
 	// owner's groups may lack.
-	subject := sessionlock.InternalSubjectOf(s)
+	subject := v1alpha1.InternalLockSubjectOf(s)
 	if u, ok := genericapirequest.UserFrom(ctx); ok {
-		subject.Requester = &sessionlock.Person{User: u.GetName(), Groups: u.GetGroups()}
+		subject.Requester = &v1alpha1.LockPerson{User: u.GetName(), Groups: u.GetGroups()}
 	}
 	if msg, locked := r.tracker.Holding(subject); locked {
 		return nil, lockedProxy(s, msg)
@@ -166,7 +165,7 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 		return apierrors.NewGone(fmt.Sprintf("session %s/%s expired at %s", s.Namespace, s.Name, s.Status.ExpiresAt.UTC().Format("2006-01-02T15:04:05Z")))
 	case v1alpha1.SessionIdle:
 		//nolint:staticcheck // SA1019: reason Gone, which clients and tests check; NewResourceExpired says Expired.
-		return apierrors.NewGone(fmt.Sprintf("session %s/%s went idle: %s", s.Namespace, s.Name, idleSince(s)))
+		return apierrors.NewGone(fmt.Sprintf("session %s/%s went idle: %s", s.Namespace, s.Name, v1alpha1.InternalIdleSince(s)))
 	case v1alpha1.SessionLocked:
 		msg := "locked"
 		if c := apimeta.FindStatusCondition(s.Status.Conditions, v1alpha1.SessionConditionReady); c != nil {
@@ -181,15 +180,6 @@ func (r *ProxyREST) check(ctx context.Context, s *clustergate.Session) error {
 		return notReady(s, reason)
 	}
 	return nil
-}
-
-// idleSince says when the session reached its idle deadline.
-func idleSince(s *clustergate.Session) string {
-	deadline, ok := v1alpha1.InternalIdleDeadline(s)
-	if !ok {
-		return "unused for longer than its idle timeout"
-	}
-	return fmt.Sprintf("unused for %s until %s", s.Spec.IdleTimeout.Duration, deadline.UTC().Format("2006-01-02T15:04:05Z"))
 }
 
 // lockedProxy is the 403 of a session a SessionLock holds; msg names the

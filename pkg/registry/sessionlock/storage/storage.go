@@ -17,8 +17,8 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/registry/sessionlock"
-	lockrule "github.com/clustergate/clustergate/pkg/sessionlock"
 )
 
 // NewREST returns the storage of SessionLocks.
@@ -64,7 +64,7 @@ func (*REST) Categories() []string { return []string{"clustergate"} }
 // first by name), or nil. It reads every lock from etcd, not the watch
 // cache, so that a lock created a moment ago refuses the create or
 // extension that follows it on any replica.
-func (r *REST) Holding(ctx context.Context, subject lockrule.Subject, now time.Time) (*clustergate.SessionLock, error) {
+func (r *REST) Holding(ctx context.Context, subject v1alpha1.LockSubject, now time.Time) (*clustergate.SessionLock, error) {
 	// Locks have no namespace; the caller's request may.
 	list, err := r.Store.List(genericapirequest.WithNamespace(ctx, metav1.NamespaceNone), &metainternalversion.ListOptions{})
 	if err != nil {
@@ -73,7 +73,7 @@ func (r *REST) Holding(ctx context.Context, subject lockrule.Subject, now time.T
 	var found *clustergate.SessionLock
 	for i := range list.(*clustergate.SessionLockList).Items {
 		l := &list.(*clustergate.SessionLockList).Items[i]
-		if lockrule.InternalMatches(l, subject, now) && (found == nil || l.Name < found.Name) {
+		if v1alpha1.InternalLockMatches(l, subject, now) && (found == nil || l.Name < found.Name) {
 			found = l
 		}
 	}
