@@ -21,6 +21,7 @@ import (
 // none is encoded as protobuf.
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // SessionRecordingList is the answer of GET sessions/<name>/recordings: the
 // recorded exec and attach streams of every session that had the name, by
 // start.
@@ -165,6 +166,7 @@ const (
 )
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // SessionRequestLog is the answer of GET sessions/<name>/recordings/requests:
 // the request log of every session that had the name, every request
 // through it from either way in. limit and continue page it as a list.
