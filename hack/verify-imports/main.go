@@ -6,7 +6,8 @@
 // way, cmd → pkg/apiserver → the parts (registry, controllers, proxy, data
 // plane, admission) → libraries → generated clients → API types. It lists
 // every package's imports with go list and fails on an import its layer
-// does not allow. make verify runs it; docs/architecture.md explains the
+// does not allow, and on a command that links a module it must not
+// (unlinked). make verify runs it; docs/architecture.md explains the
 // layers.
 package main
 
@@ -30,13 +31,17 @@ type layer struct {
 	may      []string
 }
 
-// apis, generated and libraries are what the parts build on.
+// apis, generated and libraries are what the parts build on; recording is
+// the one part that other parts build on besides the proxy.
 var (
 	apis      = []string{"pkg/apis/"}
 	generated = []string{"pkg/generated/"}
 	libraries = []string{"pkg/intern", "pkg/memlimit", "pkg/embeddedetcd", "pkg/gardener", "pkg/credentials",
-		"pkg/ownership", "pkg/approvalpolicy", "pkg/sessionaccess", "pkg/recording", "pkg/wsframe", "pkg/admission/authz", "pkg/registry/finalizers", "pkg/registry/status", "pkg/registry/table",
+		"pkg/ownership", "pkg/approvalpolicy", "pkg/sessionaccess", "pkg/wsframe", "pkg/admission/authz", "pkg/registry/finalizers", "pkg/registry/status", "pkg/registry/table",
 		"pkg/registry/registrytest"}
+	// recording is the recorder, the part the proxy and the session
+	// storage build on.
+	recording = []string{"pkg/recording"}
 )
 
 func join(lists ...[]string) []string {
@@ -53,23 +58,62 @@ var layers = []layer{
 	{name: "API types", packages: apis},
 	{name: "generated clients", packages: generated, may: apis},
 	{name: "libraries", packages: libraries, may: join(apis, generated)},
-	// Each part on its own: the proxy is the one part others build on (the
-	// session storage opens proxied requests, the data plane serves them).
-	{name: "proxy", packages: []string{"pkg/proxy"}, may: join(apis, generated, libraries)},
-	{name: "data plane", packages: []string{"pkg/dataplane"}, may: join(apis, generated, libraries, []string{"pkg/proxy"})},
-	{name: "registry", packages: []string{"pkg/registry/"}, may: join(apis, generated, libraries, []string{"pkg/proxy"})},
+	// Each part on its own: the recorder and the proxy are the parts others
+	// build on (the proxy records what it relays, the session storage opens
+	// proxied requests and reads recordings back, the data plane serves
+	// proxied requests). The kubectl plugin reads recordings through the
+	// API types, never the recorder.
+	{name: "recording", packages: []string{"pkg/recording"}, may: join(apis, generated, libraries)},
+	{name: "proxy", packages: []string{"pkg/proxy"}, may: join(apis, generated, libraries, recording)},
+	{name: "data plane", packages: []string{"pkg/dataplane"}, may: join(apis, generated, libraries, recording, []string{"pkg/proxy"})},
+	{name: "registry", packages: []string{"pkg/registry/"}, may: join(apis, generated, libraries, recording, []string{"pkg/proxy"})},
 	{name: "admission", packages: []string{"pkg/admission/"}, may: join(apis, generated, libraries)},
 	{name: "controllers", packages: []string{"pkg/controllers"}, may: join(apis, generated, libraries)},
 	{name: "plugin", packages: []string{"pkg/sessioncli"}, may: join(apis, generated, libraries)},
 	{name: "server", packages: []string{"pkg/apiserver"}, may: []string{"pkg/"}},
 	// The commands hold flags: they fill the server's settings through
 	// pkg/apiserver, and the kubectl plugin's runs pkg/sessioncli, without
-	// reaching into the parts.
-	{name: "commands", packages: []string{"cmd/"}, may: join(apis, generated, libraries, []string{"pkg/apiserver", "pkg/sessioncli"})},
+	// reaching into the parts; but the server's recording flags take the
+	// recorder's modes and defaults (recording.Mode).
+	{name: "commands", packages: []string{"cmd/"}, may: join(apis, generated, libraries, recording, []string{"pkg/apiserver", "pkg/sessioncli"})},
 	// What only runs the product or tests it: anything of pkg, and
 	// internal, which pkg never imports.
 	{name: "local control plane", packages: []string{"internal/"}, may: []string{"pkg/", "internal/"}},
 	{name: "tools and tests", packages: []string{"hack/", "test/"}, may: []string{"cmd/", "pkg/", "internal/", "test/"}},
+}
+
+// unlinked are modules a command's binary must not link, with why: the
+// kubectl plugin reads recordings as JSON, through the API types, and
+// needs neither the recording store's S3 client nor the recorder's SPDY
+// framer.
+var unlinked = []struct {
+	command, module, why string
+}{
+	{"./cmd/kubectl-session", "github.com/minio/minio-go", "the recording store's S3 client"},
+	{"./cmd/kubectl-session", "github.com/moby/spdystream", "the recorder's SPDY framer"},
+}
+
+// linked returns the violations of unlinked: a command whose dependencies
+// (go list -deps) include a module it must not link.
+func linked() ([]string, error) {
+	deps := map[string][]string{}
+	var violations []string
+	for _, u := range unlinked {
+		if deps[u.command] == nil {
+			out, err := exec.Command("go", "list", "-tags=fieldsv1string", "-deps", u.command).Output()
+			if err != nil {
+				return nil, fmt.Errorf("go list -deps %s: %w", u.command, err)
+			}
+			deps[u.command] = strings.Fields(string(out))
+		}
+		for _, dep := range deps[u.command] {
+			if dep == u.module || strings.HasPrefix(dep, u.module+"/") {
+				violations = append(violations, fmt.Sprintf("%s links %s (%s) through %s", u.command, u.module, u.why, dep))
+				break
+			}
+		}
+	}
+	return violations, nil
 }
 
 func layerOf(pkg string) *layer {
@@ -127,11 +171,24 @@ func main() {
 	}
 	sort.Strings(violations)
 	violations = dedupe(violations)
+	links, err := linked()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "verify-imports:", err)
+		os.Exit(2)
+	}
 	if len(violations) > 0 {
 		fmt.Fprintln(os.Stderr, "Imports across layers (see docs/architecture.md, \"Layers\"):")
 		for _, v := range violations {
 			fmt.Fprintln(os.Stderr, "  "+v)
 		}
+	}
+	if len(links) > 0 {
+		fmt.Fprintln(os.Stderr, "Modules a command must not link:")
+		for _, v := range links {
+			fmt.Fprintln(os.Stderr, "  "+v)
+		}
+	}
+	if len(violations) > 0 || len(links) > 0 {
 		os.Exit(1)
 	}
 }

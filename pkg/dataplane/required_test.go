@@ -20,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
@@ -105,8 +106,8 @@ func TestRecordingRequiredRefusals(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			rec.Run(ctx)
-			var logged []recording.Request
-			if _, err := (recording.Reader{Store: s}).Requests(context.Background(), "sre", "fix", 0, "", func(r *recording.Request) error {
+			var logged []v1alpha1.RequestLogEntry
+			if _, err := (recording.Reader{Store: s}).Requests(context.Background(), "sre", "fix", 0, "", func(r *v1alpha1.RequestLogEntry) error {
 				logged = append(logged, *r)
 				return nil
 			}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 	"github.com/clustergate/clustergate/pkg/sessionaccess"
@@ -277,8 +278,8 @@ func TestAccess(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel()
 				rec.Run(ctx)
-				var logged []recording.Request
-				_, err = recording.Reader{Store: s}.Requests(context.Background(), "sre", "fix", 0, "", func(r *recording.Request) error {
+				var logged []v1alpha1.RequestLogEntry
+				_, err = recording.Reader{Store: s}.Requests(context.Background(), "sre", "fix", 0, "", func(r *v1alpha1.RequestLogEntry) error {
 					logged = append(logged, *r)
 					return nil
 				})

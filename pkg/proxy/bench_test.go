@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
@@ -99,7 +100,7 @@ func BenchmarkUpgradedStream(b *testing.B) {
 	}
 	// The recordings kept up: none failed.
 	reader := recording.Reader{Store: local}
-	var streams []recording.StreamSummary
+	var streams []v1alpha1.SessionRecording
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if streams, err = reader.Streams(context.Background(), "sre", "fix"); err != nil {
 			b.Fatal(err)

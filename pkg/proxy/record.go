@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/streaming/pkg/httpstream"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 )
 
@@ -45,7 +46,7 @@ type inspection struct {
 	// stream describes the interactive stream the request opens, when
 	// recorded is set: exec or attach of a pod, or the kubelet's exec or
 	// attach through its node's proxy.
-	stream   recording.StreamInfo
+	stream   v1alpha1.RecordingInfo
 	recorded bool
 	// unrecordable names a way to run a command, or to reach one that runs,
 	// that no recording covers: --recording=required refuses it; otherwise
@@ -93,7 +94,7 @@ func inspect(tr *targetRequest) inspection {
 	case info.Resource == "nodes" && subresource == "proxy":
 		return inspectKubelet(req.Method, upgrade, name, rest, query)
 	case upgrade && pods && (subresource == "exec" || subresource == "attach"):
-		return inspection{recorded: true, stream: recording.StreamInfo{
+		return inspection{recorded: true, stream: v1alpha1.RecordingInfo{
 			Subresource: subresource, PodNamespace: info.Namespace, Pod: name,
 			Container: query.Get("container"), Command: query["command"],
 			TTY: queryTrue(query, "tty"), Stdin: queryTrue(query, "stdin"),
@@ -117,7 +118,7 @@ func inspectKubelet(method string, upgrade bool, node string, rest []string, que
 	}
 	// /exec/<namespace>/<pod>/<container>, and /exec/<namespace>/<pod>/<uid>/<container>.
 	if upgrade && kubeletStreams.Has(first) && (len(rest) == 4 || len(rest) == 5) {
-		return inspection{recorded: true, stream: recording.StreamInfo{
+		return inspection{recorded: true, stream: v1alpha1.RecordingInfo{
 			Subresource: first, Node: node, PodNamespace: rest[1], Pod: rest[2], Container: rest[len(rest)-1],
 			Command: query["command"], TTY: queryTrue(query, "tty"), Stdin: queryTrue(query, "stdin"),
 		}}
@@ -163,8 +164,8 @@ func (r *Tracker) inspectFor(tr *targetRequest) (inspection, error) {
 }
 
 // recordingSession is the part of a target a recording names.
-func recordingSession(t Target) recording.Session {
-	return recording.Session{Namespace: t.Namespace, Name: t.Name, UID: t.UID, Owner: t.Owner, Target: t.TargetName, Reason: t.Reason}
+func recordingSession(t Target) v1alpha1.RecordedSession {
+	return v1alpha1.RecordedSession{Namespace: t.Namespace, Name: t.Name, UID: t.UID, Owner: t.Owner, Target: t.TargetName, Reason: t.Reason}
 }
 
 // openRecording checks that the session's request log keeps its entries
@@ -184,7 +185,7 @@ func (p *proxiedRequest) openRecording() error {
 		return nil
 	}
 	info := p.inspected.stream
-	info.Session, info.Way = recordingSession(t), string(t.Way)
+	info.RecordedSession, info.Way = recordingSession(t), string(t.Way)
 	stream, err := rec.OpenStream(p.ctx, info)
 	if err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s: this server must record interactive streams (--recording=required) and cannot: %v",
@@ -205,7 +206,7 @@ func (p *proxiedRequest) logRequest(req *http.Request, status int, closeReason s
 	if rec == nil {
 		return
 	}
-	entry := recording.Request{
+	entry := v1alpha1.RequestLogEntry{
 		Time: p.start.UTC(), Way: string(p.target.Way), Method: req.Method, Path: p.path, Query: req.URL.RawQuery,
 		Status: status, UserAgent: req.UserAgent(), Upgrade: req.Header.Get("Upgrade"), CloseReason: closeReason,
 		Duration: p.tracker.clock.Since(p.start).Round(time.Millisecond).String(),

@@ -25,6 +25,7 @@ import (
 	"k8s.io/streaming/pkg/httpstream/spdy"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
@@ -275,7 +276,7 @@ func TestRequestLog(t *testing.T) {
 	conn.Close()
 
 	reader := recording.Reader{Store: s, Keys: keys}
-	var requests []recording.Request
+	var requests []v1alpha1.RequestLogEntry
 	deadline := time.Now().Add(5 * time.Second)
 	for len(requests) < 2 && time.Now().Before(deadline) {
 		// Run writes the log when it ends.
@@ -283,7 +284,7 @@ func TestRequestLog(t *testing.T) {
 		cancel()
 		rec.Run(ctx)
 		requests = nil
-		_, err = reader.Requests(context.Background(), "sre", "fix", 0, "", func(r *recording.Request) error {
+		_, err = reader.Requests(context.Background(), "sre", "fix", 0, "", func(r *v1alpha1.RequestLogEntry) error {
 			requests = append(requests, *r)
 			return nil
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
@@ -104,9 +105,9 @@ func countingBackend(t *testing.T) (Target, *atomic.Int64) {
 // finishedStreams lists the streams recorded in s once each has its
 // manifest, which its recording writes after the stream ended; with one
 // set, it waits up to 5 s for one stream to be recorded.
-func finishedStreams(t *testing.T, s store.Store, one bool) []recording.StreamSummary {
+func finishedStreams(t *testing.T, s store.Store, one bool) []v1alpha1.SessionRecording {
 	t.Helper()
-	var streams []recording.StreamSummary
+	var streams []v1alpha1.SessionRecording
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		var err error
 		streams, err = recording.Reader{Store: s}.Streams(context.Background(), "sre", "fix")
@@ -201,7 +202,7 @@ func TestKubeletExecRecorded(t *testing.T) {
 	if len(streams) != 1 || streams[0].Manifest == nil {
 		t.Fatalf("recorded %+v, want one finished stream", streams)
 	}
-	info := streams[0].StreamInfo
+	info := streams[0].RecordingInfo
 	if info.Subresource != "exec" || info.Node != "n1" || info.PodNamespace != "default" || info.Pod != "p" || info.Container != "c" ||
 		len(info.Command) != 1 || info.Command[0] != "cat" || !info.Stdin {
 		t.Errorf("recorded as %+v", info)

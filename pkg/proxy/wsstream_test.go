@@ -23,6 +23,7 @@ import (
 	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/streaming/pkg/httpstream/wsstream"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 
@@ -166,7 +167,7 @@ const spdyUpgrade = "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.
 
 // recordedInput waits until the session's recorded stream, if it has one,
 // is finished and returns its manifest and the input its asciicast shows.
-func recordedInput(t testing.TB, s store.Store) (recording.Manifest, []byte) {
+func recordedInput(t testing.TB, s store.Store) (v1alpha1.RecordingManifest, []byte) {
 	t.Helper()
 	reader := recording.Reader{Store: s}
 	ctx := context.Background()
@@ -178,7 +179,7 @@ func recordedInput(t testing.TB, s store.Store) (recording.Manifest, []byte) {
 			t.Fatalf("%d recorded streams, want 1", len(streams))
 		}
 		if len(streams) == 0 {
-			return recording.Manifest{}, nil
+			return v1alpha1.RecordingManifest{}, nil
 		}
 		if streams[0].Manifest != nil {
 			m := *streams[0].Manifest
@@ -244,7 +245,7 @@ type execOutcome struct {
 	status   int
 	served   bool
 	stdin    []byte
-	manifest recording.Manifest
+	manifest v1alpha1.RecordingManifest
 	input    []byte
 }
 

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // defaultWidth and defaultHeight size a recording that saw no resize.
@@ -35,7 +37,7 @@ const eventEnd = "\"]\n"
 // first chunk with events, so that it carries the terminal size of the
 // first resize.
 type castWriter struct {
-	info StreamInfo
+	info v1alpha1.RecordingInfo
 	// verification is what the reader verified of the recording, for the
 	// header.
 	verification string

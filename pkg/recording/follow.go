@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
@@ -40,7 +41,7 @@ func (r Reader) followPoll() time.Duration {
 // without one, end it after a marker event that says why, with an error
 // that wraps ErrNotAsWritten. When ctx ends it returns ctx's error.
 func (r Reader) Follow(ctx context.Context, c *Cast, w io.Writer, flush func()) error {
-	if c.verification != Live {
+	if c.verification != v1alpha1.RecordingLive {
 		err := c.Write(ctx, w)
 		flush()
 		return err
@@ -132,7 +133,7 @@ func endFollow(cw *castWriter, at time.Duration, text string, err error, w io.Wr
 // written since as its chunk is stored, calling flush after each look,
 // until ctx ends: then it returns ctx's error. It keeps the keys of the
 // chunks it read, not their entries.
-func (r Reader) FollowRequests(ctx context.Context, namespace, name string, each func(*Request) error, flush func()) error {
+func (r Reader) FollowRequests(ctx context.Context, namespace, name string, each func(*v1alpha1.RequestLogEntry) error, flush func()) error {
 	followers.Inc()
 	defer followers.Dec()
 	read := map[string]bool{}
@@ -154,7 +155,7 @@ func (r Reader) FollowRequests(ctx context.Context, namespace, name string, each
 				return err
 			}
 			for _, line := range lines {
-				var req Request
+				var req v1alpha1.RequestLogEntry
 				if err := json.Unmarshal(line.data, &req); err != nil {
 					return fmt.Errorf("%s, line %d: %w", o.Key, line.n, err)
 				}

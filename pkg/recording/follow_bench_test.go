@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // followSample is an output the benchmark's stream writes: its number
@@ -66,7 +68,7 @@ func BenchmarkFollow(b *testing.B) {
 func benchmarkFollow(b *testing.B, followers int, duration, every time.Duration) {
 	local := newLocalStore(b)
 	rec := New(Config{Store: local, Mode: ModeBestEffort, Replica: "r1", Keys: testKeys, Clock: clock.RealClock{}})
-	s, err := rec.OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec", TTY: true})
+	s, err := rec.OpenStream(context.Background(), v1alpha1.RecordingInfo{RecordedSession: testSession, Subresource: "exec", TTY: true})
 	if err != nil {
 		b.Fatal(err)
 	}

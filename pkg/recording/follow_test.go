@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
@@ -49,12 +50,12 @@ func (f *followed) waitFor(t *testing.T, want string) {
 // tamperStore changes each manifest as it is written.
 type tamperStore struct {
 	store.Store
-	manifest func(*Manifest)
+	manifest func(*v1alpha1.RecordingManifest)
 }
 
 func (s tamperStore) Put(ctx context.Context, key string, data []byte) error {
 	if strings.HasSuffix(key, "/"+manifestObject) && s.manifest != nil {
-		var m Manifest
+		var m v1alpha1.RecordingManifest
 		if err := json.Unmarshal(data, &m); err != nil {
 			return err
 		}
@@ -70,25 +71,25 @@ func (s tamperStore) Put(ctx context.Context, key string, data []byte) error {
 func TestFollow(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
-		manifest func(*Manifest)
+		manifest func(*v1alpha1.RecordingManifest)
 		// wantEnd is the marker the follow ends with; wantErr that it ends
 		// with ErrNotAsWritten.
 		wantEnd string
 		wantErr bool
 	}{
 		{name: "verified", wantEnd: "recording ended and verified"},
-		{name: "incomplete", manifest: func(m *Manifest) {
+		{name: "incomplete", manifest: func(m *v1alpha1.RecordingManifest) {
 			m.Failed = "the store failed"
-			m.Key, m.MAC = testKeys.sign(m.signedBytes(m.dir()))
+			m.Key, m.MAC = testKeys.sign(manifestSignedBytes(m, manifestDir(m)))
 		}, wantEnd: "recording ended incomplete: the store failed"},
-		{name: "unsigned", manifest: func(m *Manifest) { m.Key, m.MAC = "", "" }, wantEnd: "it is not signed", wantErr: true},
-		{name: "signature does not match", manifest: func(m *Manifest) { m.CaptureLength++ }, wantEnd: "its signature does not match", wantErr: true},
-		{name: "signed with another key", manifest: func(m *Manifest) {
-			m.Key, m.MAC = mustParseKeys("k9 " + strings.Repeat("AAAA", 11)).sign(m.signedBytes(m.dir()))
+		{name: "unsigned", manifest: func(m *v1alpha1.RecordingManifest) { m.Key, m.MAC = "", "" }, wantEnd: "it is not signed", wantErr: true},
+		{name: "signature does not match", manifest: func(m *v1alpha1.RecordingManifest) { m.CaptureLength++ }, wantEnd: "its signature does not match", wantErr: true},
+		{name: "signed with another key", manifest: func(m *v1alpha1.RecordingManifest) {
+			m.Key, m.MAC = mustParseKeys("k9 " + strings.Repeat("AAAA", 11)).sign(manifestSignedBytes(m, manifestDir(m)))
 		}, wantEnd: "a key this server does not hold", wantErr: true},
-		{name: "describes other chunks", manifest: func(m *Manifest) {
+		{name: "describes other chunks", manifest: func(m *v1alpha1.RecordingManifest) {
 			m.Chunks--
-			m.Key, m.MAC = testKeys.sign(m.signedBytes(m.dir()))
+			m.Key, m.MAC = testKeys.sign(manifestSignedBytes(m, manifestDir(m)))
 		}, wantEnd: "its manifest says", wantErr: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestFollow(t *testing.T) {
 			reader := testReader(local)
 			reader.FollowPoll = time.Millisecond
 			cast, err := reader.OpenCast(ctx, "sre", "fix", s.ID(), false)
-			if err != nil || cast.Verification() != Live {
+			if err != nil || cast.Verification() != v1alpha1.RecordingLive {
 				t.Fatalf("opened %v, %v; want a live recording", cast, err)
 			}
 			out := &followed{}
@@ -145,7 +146,7 @@ func waitLive(t *testing.T, st store.Store, s *Stream) {
 }
 
 // dir is where the test session's stream of m is stored.
-func (m *Manifest) dir() string { return streamPrefix(testSession, m.Stream) }
+func manifestDir(m *v1alpha1.RecordingManifest) string { return streamPrefix(testSession, m.Stream) }
 
 // TestFollowEnds: a follow of a finished stream writes it and ends; one
 // whose client went away ends at once.
@@ -191,7 +192,7 @@ func TestFollowEnds(t *testing.T) {
 func TestFollowRequests(t *testing.T) {
 	local := newLocalStore(t)
 	r := newTestRecorder(t, local, ModeBestEffort)
-	r.LogRequest(testSession, Request{Time: testStart, Method: "GET", Path: "/before"})
+	r.LogRequest(testSession, v1alpha1.RequestLogEntry{Time: testStart, Method: "GET", Path: "/before"})
 	r.flushRequests(context.Background())
 	reader := testReader(local)
 	reader.FollowPoll = time.Millisecond
@@ -205,7 +206,7 @@ func TestFollowRequests(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- reader.FollowRequests(ctx, "sre", "fix", func(req *Request) error {
+		done <- reader.FollowRequests(ctx, "sre", "fix", func(req *v1alpha1.RequestLogEntry) error {
 			mu.Lock()
 			defer mu.Unlock()
 			paths = append(paths, req.Path)
@@ -215,7 +216,7 @@ func TestFollowRequests(t *testing.T) {
 	for !seen(1) {
 		time.Sleep(time.Millisecond)
 	}
-	r.LogRequest(testSession, Request{Time: testStart.Add(time.Second), Method: "GET", Path: "/after"})
+	r.LogRequest(testSession, v1alpha1.RequestLogEntry{Time: testStart.Add(time.Second), Method: "GET", Path: "/after"})
 	r.flushRequests(context.Background())
 	for !seen(2) {
 		time.Sleep(time.Millisecond)

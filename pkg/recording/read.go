@@ -20,18 +20,9 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
-
-// StreamSummary describes a recorded stream as listed: its info, and its
-// manifest once finished (nil while it runs, or when the replica that
-// recorded it stopped first).
-type StreamSummary struct {
-	StreamInfo `json:",inline"`
-	// Bytes is what is stored of the recording: its chunks.
-	Bytes    int64     `json:"bytes"`
-	Manifest *Manifest `json:"manifest,omitempty"`
-}
 
 // Reader reads recordings and request logs back.
 type Reader struct {
@@ -58,12 +49,12 @@ var ErrNoStream = errors.New("no such recorded stream")
 
 // Streams lists the recorded streams of every session named name in
 // namespace, the current one and those deleted within retention, by start.
-func (r Reader) Streams(ctx context.Context, namespace, name string) ([]StreamSummary, error) {
+func (r Reader) Streams(ctx context.Context, namespace, name string) ([]v1alpha1.SessionRecording, error) {
 	objects, err := r.Store.List(ctx, sessionPrefix(namespace, name))
 	if err != nil {
 		return nil, err
 	}
-	byStream := map[string]*StreamSummary{}
+	byStream := map[string]*v1alpha1.SessionRecording{}
 	var order []string
 	for _, o := range objects {
 		dir, object, ok := streamObject(o.Key)
@@ -72,17 +63,17 @@ func (r Reader) Streams(ctx context.Context, namespace, name string) ([]StreamSu
 		}
 		s := byStream[dir]
 		if s == nil {
-			s = &StreamSummary{}
+			s = &v1alpha1.SessionRecording{}
 			byStream[dir] = s
 			order = append(order, dir)
 		}
 		switch {
 		case object == infoObject:
-			if err := r.readJSON(ctx, o.Key, &s.StreamInfo); err != nil {
+			if err := r.readJSON(ctx, o.Key, &s.RecordingInfo); err != nil {
 				return nil, err
 			}
 		case object == manifestObject:
-			s.Manifest = &Manifest{}
+			s.Manifest = &v1alpha1.RecordingManifest{}
 			if err := r.readJSON(ctx, o.Key, s.Manifest); err != nil {
 				return nil, err
 			}
@@ -90,7 +81,7 @@ func (r Reader) Streams(ctx context.Context, namespace, name string) ([]StreamSu
 			s.Bytes += o.Size
 		}
 	}
-	summaries := make([]StreamSummary, 0, len(order))
+	summaries := make([]v1alpha1.SessionRecording, 0, len(order))
 	for _, dir := range order {
 		if s := byStream[dir]; s.Stream != "" {
 			summaries = append(summaries, *s)
@@ -126,28 +117,14 @@ func (r Reader) readJSON(ctx context.Context, key string, into any) error {
 // holds and is not live.
 var ErrNotAsWritten = errors.New("the recording is not what was written")
 
-// What OpenCast verified of a recording: Cast.Verification.
-const (
-	// Verified: a manifest signed with one of the server's keys describes
-	// the recording's chunks and info.
-	Verified = "verified"
-	// Live: the recording has no manifest yet, and its writer signed
-	// within liveGrace that it runs; its chunks cannot be checked until it
-	// ends.
-	Live = "live"
-	// UnverifiedPrefix starts the Verification of a recording read
-	// although it could not be verified, followed by why.
-	UnverifiedPrefix = "unverified: "
-)
-
 // Cast is a recorded stream, found and checked, to be written as an
 // asciicast file.
 type Cast struct {
 	store    store.Store
-	info     StreamInfo
+	info     v1alpha1.RecordingInfo
 	dir      string
 	chunks   []string
-	manifest *Manifest
+	manifest *v1alpha1.RecordingManifest
 	// infoSHA256 is the digest of info.json as read, which a manifest
 	// must name.
 	infoSHA256 string
@@ -157,8 +134,9 @@ type Cast struct {
 	verification string
 }
 
-// Verification says what OpenCast verified: Verified, Live, or
-// UnverifiedPrefix and why not.
+// Verification says what OpenCast verified: v1alpha1.RecordingVerified,
+// v1alpha1.RecordingLive, or v1alpha1.RecordingUnverifiedPrefix and why
+// not.
 func (c *Cast) Verification() string { return c.verification }
 
 // OpenCast finds a stream of a session named name and checks that its
@@ -212,7 +190,7 @@ func (r Reader) OpenCast(ctx context.Context, namespace, name, stream string, un
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrNotAsWritten) && unverified:
-		c.checked, c.verification = false, UnverifiedPrefix+err.Error()
+		c.checked, c.verification = false, v1alpha1.RecordingUnverifiedPrefix+err.Error()
 	default:
 		return nil, err
 	}
@@ -229,7 +207,7 @@ func (r Reader) verify(ctx context.Context, c *Cast, manifest, live []string) (s
 		if err := r.checkLive(ctx, c.dir, live[0]); err != nil {
 			return "", err
 		}
-		return Live, nil
+		return v1alpha1.RecordingLive, nil
 	}
 	var err error
 	if c.manifest, err = r.readManifest(ctx, c, manifest[0]); err != nil {
@@ -245,7 +223,7 @@ func (r Reader) verify(ctx context.Context, c *Cast, manifest, live []string) (s
 		return "", err
 	}
 	c.checked = true
-	return Verified, nil
+	return v1alpha1.RecordingVerified, nil
 }
 
 // checkLive checks the live mark at key of the recording under dir: signed
@@ -275,7 +253,7 @@ func (r Reader) checkLive(ctx context.Context, dir, key string) error {
 // readManifest reads the manifest at key of c and checks its signature and
 // that it describes c's info. Refusals wrap ErrNotAsWritten, other errors
 // are the store's.
-func (r Reader) readManifest(ctx context.Context, c *Cast, key string) (*Manifest, error) {
+func (r Reader) readManifest(ctx context.Context, c *Cast, key string) (*v1alpha1.RecordingManifest, error) {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w: %s", c.dir, ErrNotAsWritten, fmt.Sprintf(format, args...))
 	}
@@ -283,11 +261,11 @@ func (r Reader) readManifest(ctx context.Context, c *Cast, key string) (*Manifes
 	if err != nil {
 		return nil, err
 	}
-	m := &Manifest{}
+	m := &v1alpha1.RecordingManifest{}
 	if err := json.Unmarshal(data, m); err != nil {
 		return nil, refuse("its manifest cannot be read: %v", err)
 	}
-	if err := r.Keys.verify(m.Key, m.MAC, m.signedBytes(c.dir)); err != nil {
+	if err := r.Keys.verify(m.Key, m.MAC, manifestSignedBytes(m, c.dir)); err != nil {
 		return nil, refuse("its manifest: %v", err)
 	}
 	if m.Stream != c.info.Stream || m.InfoSHA256 != c.infoSHA256 {
@@ -373,7 +351,7 @@ func (p requestsPosition) before(o store.Object) bool {
 // entries and returns the token that continues after them (empty at the
 // end of the log). A chunk or line it cannot read is an error: no entry
 // is skipped.
-func (r Reader) Requests(ctx context.Context, namespace, name string, limit int, continueToken string, each func(*Request) error) (string, error) {
+func (r Reader) Requests(ctx context.Context, namespace, name string, limit int, continueToken string, each func(*v1alpha1.RequestLogEntry) error) (string, error) {
 	var from *requestsPosition
 	if continueToken != "" {
 		data, err := base64.RawURLEncoding.DecodeString(continueToken)
@@ -401,7 +379,7 @@ func (r Reader) Requests(ctx context.Context, namespace, name string, limit int,
 			if limit > 0 && sent == limit {
 				return encodePosition(requestsPosition{Modified: o.Modified.UnixNano(), Key: o.Key, Index: i}), nil
 			}
-			var req Request
+			var req v1alpha1.RequestLogEntry
 			if err := json.Unmarshal(lines[i].data, &req); err != nil {
 				return "", fmt.Errorf("%s, line %d: %w", o.Key, lines[i].n, err)
 			}

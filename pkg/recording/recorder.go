@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
@@ -134,11 +135,11 @@ func keySafe(name string) string {
 // stream's info first: when that fails, a required recording returns the
 // error (the stream must be refused) and a best-effort one returns a
 // stream that records nothing.
-func (r *Recorder) OpenStream(ctx context.Context, info StreamInfo) (*Stream, error) {
+func (r *Recorder) OpenStream(ctx context.Context, info v1alpha1.RecordingInfo) (*Stream, error) {
 	info.StartTime = r.cfg.Clock.Now()
 	info.Stream = newStreamID(info.StartTime, r.cfg.Replica)
 	info.Replica = r.cfg.Replica
-	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.Session, info.Stream), capturing: true,
+	s := &Stream{recorder: r, info: info, prefix: streamPrefix(info.RecordedSession, info.Stream), capturing: true,
 		captureSum: sha256.New().(hash.Cloner), wake: make(chan struct{}, 1), closing: make(chan struct{}), done: make(chan struct{})}
 	s.space = sync.NewCond(&s.mu)
 	data, err := json.Marshal(info)

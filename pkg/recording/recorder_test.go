@@ -22,10 +22,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
 
-var testSession = Session{Namespace: "sre", Name: "fix", UID: "uid-1", Owner: "alice", Target: "shoot/local", Reason: "INC-1"}
+var testSession = v1alpha1.RecordedSession{Namespace: "sre", Name: "fix", UID: "uid-1", Owner: "alice", Target: "shoot/local", Reason: "INC-1"}
 
 // testStart is when the test recorders' clocks start.
 var testStart = time.Unix(1700000000, 0)
@@ -65,7 +66,7 @@ func newLocalStore(t testing.TB) *store.Local {
 // test session in st.
 func openExecStream(t *testing.T, st store.Store) *Stream {
 	t.Helper()
-	s, err := newTestRecorder(t, st, ModeBestEffort).OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec"})
+	s, err := newTestRecorder(t, st, ModeBestEffort).OpenStream(context.Background(), v1alpha1.RecordingInfo{RecordedSession: testSession, Subresource: "exec"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestRecordAndReadBack(t *testing.T) {
 	ctx := context.Background()
 	local := newLocalStore(t)
 	r := newTestRecorder(t, local, ModeBestEffort)
-	s, err := r.OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec", Pod: "p", Command: []string{"sh"}, TTY: true})
+	s, err := r.OpenStream(ctx, v1alpha1.RecordingInfo{RecordedSession: testSession, Subresource: "exec", Pod: "p", Command: []string{"sh"}, TTY: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +88,8 @@ func TestRecordAndReadBack(t *testing.T) {
 	s.ToClient(wsFrame(2, true, false, channelMessage(channelStdout, "hé\r\n")))
 	s.Close()
 	s.Wait()
-	r.LogRequest(testSession, Request{Method: "GET", Path: "/api/v1/pods", Query: "watch=1&access_token=secret", Status: 200})
-	r.LogRequest(testSession, Request{Method: "POST", Path: "/api/v1/namespaces/x/pods/p/exec", Stream: s.ID(), Status: 101})
+	r.LogRequest(testSession, v1alpha1.RequestLogEntry{Method: "GET", Path: "/api/v1/pods", Query: "watch=1&access_token=secret", Status: 200})
+	r.LogRequest(testSession, v1alpha1.RequestLogEntry{Method: "POST", Path: "/api/v1/namespaces/x/pods/p/exec", Stream: s.ID(), Status: 101})
 	r.flushRequests(ctx)
 
 	reader := testReader(local)
@@ -111,7 +112,7 @@ func TestRecordAndReadBack(t *testing.T) {
 	scanner.Scan()
 	var header struct {
 		Version, Width, Height int
-		Clustergate            StreamInfo
+		Clustergate            v1alpha1.RecordingInfo
 	}
 	if err := json.Unmarshal(scanner.Bytes(), &header); err != nil {
 		t.Fatal(err)
@@ -187,12 +188,12 @@ func TestCastChecksTheManifest(t *testing.T) {
 	}
 	// forge changes a chunk and writes the manifest that describes the
 	// chunks now, as a store writer can.
-	forge := func(sign func(m *Manifest, prefix string)) func(ctx context.Context, local *store.Local, prefix string) error {
+	forge := func(sign func(m *v1alpha1.RecordingManifest, prefix string)) func(ctx context.Context, local *store.Local, prefix string) error {
 		return func(ctx context.Context, local *store.Local, prefix string) error {
 			if err := changeChunk(ctx, local, prefix); err != nil {
 				return err
 			}
-			var m Manifest
+			var m v1alpha1.RecordingManifest
 			if err := testReader(local).readJSON(ctx, prefix+manifestObject, &m); err != nil {
 				return err
 			}
@@ -230,15 +231,15 @@ func TestCastChecksTheManifest(t *testing.T) {
 		},
 	}, {
 		name:   "a byte changed, the manifest's SHA-256 recomputed",
-		change: forge(func(*Manifest, string) {}),
+		change: forge(func(*v1alpha1.RecordingManifest, string) {}),
 	}, {
 		name:   "a byte changed, the manifest recomputed without a signature",
-		change: forge(func(m *Manifest, _ string) { m.Key, m.MAC = "", "" }),
+		change: forge(func(m *v1alpha1.RecordingManifest, _ string) { m.Key, m.MAC = "", "" }),
 	}, {
 		name: "a byte changed, the manifest signed with a key the server does not hold",
-		change: forge(func(m *Manifest, prefix string) {
+		change: forge(func(m *v1alpha1.RecordingManifest, prefix string) {
 			other := mustParseKeys("k1 " + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{2}, 32)))
-			m.Key, m.MAC = other.sign(m.signedBytes(prefix))
+			m.Key, m.MAC = other.sign(manifestSignedBytes(m, prefix))
 		}),
 	}, {
 		name: "the manifest removed",
@@ -256,7 +257,7 @@ func TestCastChecksTheManifest(t *testing.T) {
 	}, {
 		name: "the info changed",
 		change: func(ctx context.Context, local *store.Local, prefix string) error {
-			var info StreamInfo
+			var info v1alpha1.RecordingInfo
 			if err := testReader(local).readJSON(ctx, prefix+infoObject, &info); err != nil {
 				return err
 			}
@@ -272,11 +273,11 @@ func TestCastChecksTheManifest(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			var m Manifest
+			var m v1alpha1.RecordingManifest
 			if err := json.Unmarshal(data, &m); err != nil {
 				return err
 			}
-			var info StreamInfo
+			var info v1alpha1.RecordingInfo
 			if err := testReader(local).readJSON(ctx, prefix+infoObject, &info); err != nil {
 				return err
 			}
@@ -295,7 +296,7 @@ func TestCastChecksTheManifest(t *testing.T) {
 				t.Fatalf("as written: %v", err)
 			}
 			cast, err := reader.OpenCast(ctx, "sre", "fix", s.ID(), false)
-			if err != nil || cast.Verification() != Verified {
+			if err != nil || cast.Verification() != v1alpha1.RecordingVerified {
 				t.Fatalf("as written: %v, %q", err, cast.Verification())
 			}
 			if err := tt.change(ctx, local, s.prefix); err != nil {
@@ -313,7 +314,7 @@ func TestCastChecksTheManifest(t *testing.T) {
 				t.Errorf("changed, opened: %v, want %v", err, ErrNotAsWritten)
 			}
 			unverified, err := later.OpenCast(ctx, "sre", "fix", s.ID(), true)
-			if err != nil || !strings.HasPrefix(unverified.Verification(), UnverifiedPrefix) {
+			if err != nil || !strings.HasPrefix(unverified.Verification(), v1alpha1.RecordingUnverifiedPrefix) {
 				t.Fatalf("changed, opened unverified: %v, %v", unverified, err)
 			}
 			out.Reset()
@@ -368,7 +369,7 @@ func TestLiveRecording(t *testing.T) {
 		readerAge time.Duration
 		want      string
 	}{
-		{name: "live", readerAge: liveInterval, want: Live},
+		{name: "live", readerAge: liveInterval, want: v1alpha1.RecordingLive},
 		{name: "its writer stopped", readerAge: liveGrace + time.Second},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -396,7 +397,7 @@ func TestManifestKeyRotation(t *testing.T) {
 	local := newLocalStore(t)
 	record := func(keys *ManifestKeys) string {
 		r := New(Config{Store: local, Mode: ModeBestEffort, Replica: "r1", FlushInterval: time.Hour, Keys: keys, Clock: clocktesting.NewFakeClock(testStart)})
-		s, err := r.OpenStream(ctx, StreamInfo{Session: testSession, Subresource: "exec"})
+		s, err := r.OpenStream(ctx, v1alpha1.RecordingInfo{RecordedSession: testSession, Subresource: "exec"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -477,10 +478,10 @@ func (failingStore) Put(context.Context, string, []byte) error { return errors.N
 func TestModeWhenTheStoreFails(t *testing.T) {
 	ctx := context.Background()
 	local := newLocalStore(t)
-	if _, err := newTestRecorder(t, failingStore{local}, ModeRequired).OpenStream(ctx, StreamInfo{Session: testSession}); err == nil {
+	if _, err := newTestRecorder(t, failingStore{local}, ModeRequired).OpenStream(ctx, v1alpha1.RecordingInfo{RecordedSession: testSession}); err == nil {
 		t.Error("required: a stream opened although the store cannot be written")
 	}
-	s, err := newTestRecorder(t, failingStore{local}, ModeBestEffort).OpenStream(ctx, StreamInfo{Session: testSession})
+	s, err := newTestRecorder(t, failingStore{local}, ModeBestEffort).OpenStream(ctx, v1alpha1.RecordingInfo{RecordedSession: testSession})
 	if err != nil || s.Recording() {
 		t.Errorf("best-effort: %v, recording %v", err, s != nil && s.Recording())
 	}
@@ -491,7 +492,7 @@ func TestModeWhenTheStoreFails(t *testing.T) {
 	// Required and failing mid-way: the relay is told.
 	switching := &switchStore{Store: local}
 	r := newTestRecorder(t, switching, ModeRequired)
-	s, err = r.OpenStream(ctx, StreamInfo{Session: testSession})
+	s, err = r.OpenStream(ctx, v1alpha1.RecordingInfo{RecordedSession: testSession})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -617,7 +618,7 @@ func BenchmarkLogRequest(b *testing.B) {
 		b.Fatal(err)
 	}
 	r := New(Config{Store: local, Mode: ModeBestEffort, Replica: "r1", FlushInterval: time.Hour})
-	req := Request{Time: time.Now(), Way: "aggregated", Method: "GET", Path: "/api/v1/namespaces/default/pods/p",
+	req := v1alpha1.RequestLogEntry{Time: time.Now(), Way: "aggregated", Method: "GET", Path: "/api/v1/namespaces/default/pods/p",
 		Query: "timeout=32s", Status: 200, BytesOut: 3210, Duration: "4ms", UserAgent: "kubectl/v1.34.0 (linux/amd64) kubernetes/abcdef0"}
 	b.ReportAllocs()
 	for i := range b.N {
@@ -645,7 +646,7 @@ func BenchmarkStream(b *testing.B) {
 			}
 			counted := &countingStore{Store: local}
 			r := New(Config{Store: counted, Mode: ModeBestEffort})
-			s, err := r.OpenStream(context.Background(), StreamInfo{Session: testSession, Subresource: "exec", Pod: "p"})
+			s, err := r.OpenStream(context.Background(), v1alpha1.RecordingInfo{RecordedSession: testSession, Subresource: "exec", Pod: "p"})
 			if err != nil {
 				b.Fatal(err)
 			}

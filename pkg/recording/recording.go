@@ -19,8 +19,10 @@
 // runs, its writer signs every minute that it is live (live.json).
 //
 // A stream's objects, under <namespace>/<name>/<uid>/streams/<id>/:
-// info.json (StreamInfo), capture-000001 and on, live.json (liveMark),
-// manifest.json (Manifest).
+// info.json (v1alpha1.RecordingInfo), capture-000001 and on, live.json
+// (liveMark), manifest.json (v1alpha1.RecordingManifest). Their JSON, and
+// the request log's (v1alpha1.RequestLogEntry), are the API tree's types:
+// what sessions/recordings serves is what the store holds.
 package recording
 
 import (
@@ -29,7 +31,7 @@ import (
 	"path"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // Mode says what happens when recordings cannot be written.
@@ -48,70 +50,12 @@ const (
 // Modes are the values --recording takes.
 var Modes = []Mode{ModeOff, ModeBestEffort, ModeRequired}
 
-// Session names the session a recording belongs to.
-type Session struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	UID       types.UID `json:"uid"`
-	Owner     string    `json:"owner"`
-	// Target is the session's target, e.g. "shoot/local".
-	Target string `json:"target,omitempty"`
-	Reason string `json:"reason,omitempty"`
-}
-
-// StreamInfo describes one recorded stream; it is the "clustergate" field
-// of the recording's header and its info.json.
-type StreamInfo struct {
-	// Stream identifies the recording within its session.
-	Stream string `json:"stream"`
-	Session
-	// Way is how the stream came in: aggregated or dataplane.
-	Way     string `json:"way,omitempty"`
-	Replica string `json:"replica,omitempty"`
-	// Subresource is exec or attach.
-	Subresource string `json:"subresource"`
-	// Node is the node whose kubelet the stream reached through
-	// nodes/<node>/proxy, past the pod's own subresource; empty when it
-	// came through the pod's exec or attach.
-	Node         string    `json:"node,omitempty"`
-	PodNamespace string    `json:"podNamespace,omitempty"`
-	Pod          string    `json:"pod,omitempty"`
-	Container    string    `json:"container,omitempty"`
-	Command      []string  `json:"command,omitempty"`
-	TTY          bool      `json:"tty,omitempty"`
-	Stdin        bool      `json:"stdin,omitempty"`
-	StartTime    time.Time `json:"startTime"`
-}
-
-// Manifest finishes a recording: what was written, and its digest.
-type Manifest struct {
-	Stream string `json:"stream"`
-	// Protocol is the stream protocol the target chose.
-	Protocol string    `json:"protocol,omitempty"`
-	EndTime  time.Time `json:"endTime"`
-	// Chunks is how many chunk objects, in the capture format, the
-	// recording has; CaptureLength and CaptureSHA256 are of their
-	// concatenation, as stored. Reader.Cast checks them: the asciicast is
-	// built only from a recording that is what was written.
-	Chunks        int    `json:"chunks"`
-	CaptureLength int64  `json:"captureLength"`
-	CaptureSHA256 string `json:"captureSHA256"`
-	// InfoSHA256 is the digest of the stream's info.json as written, so
-	// that who, where and what the recording says it is is vouched for
-	// too.
-	InfoSHA256 string `json:"infoSHA256,omitempty"`
-	// Failed says why the recording is incomplete, if it is.
-	Failed string `json:"failed,omitempty"`
-	// Key names the ManifestKeys key that signed the manifest; MAC is its
-	// HMAC-SHA256 (hex) over signedBytes.
-	Key string `json:"key,omitempty"`
-	MAC string `json:"mac,omitempty"`
-}
-
-// signedBytes is what the MAC of a manifest found under dir (the stream's
-// <namespace>/<name>/<uid>/streams/<id>/) covers: all it holds and where
-// it belongs, so that it cannot be moved to another stream or session.
-func (m *Manifest) signedBytes(dir string) []byte {
+// manifestSignedBytes is what the MAC of a manifest found under dir (the
+// stream's <namespace>/<name>/<uid>/streams/<id>/) covers: all it holds
+// and where it belongs, so that it cannot be moved to another stream or
+// session. It is its own canonical form, not the manifest's JSON, so that
+// the API type may gain fields without breaking a signature.
+func manifestSignedBytes(m *v1alpha1.RecordingManifest, dir string) []byte {
 	data, _ := json.Marshal([]any{"clustergate.dev/recording-manifest/v1", dir, m.Stream, m.Protocol, m.EndTime.UnixNano(),
 		m.Chunks, m.CaptureLength, m.CaptureSHA256, m.InfoSHA256, m.Failed})
 	return data
@@ -144,7 +88,7 @@ const (
 // log in chunks under requests/.
 func sessionPrefix(namespace, name string) string { return namespace + "/" + name + "/" }
 
-func streamPrefix(s Session, stream string) string {
+func streamPrefix(s v1alpha1.RecordedSession, stream string) string {
 	return path.Join(s.Namespace, s.Name, string(s.UID), "streams", stream) + "/"
 }
 

@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // appendRequest appends req as encoding/json marshals it, byte for byte,
 // without reflection: every proxied request writes one, and json.Marshal
 // spent more on it than the rest of the request log.
-func appendRequest(b []byte, req *Request) []byte {
+func appendRequest(b []byte, req *v1alpha1.RequestLogEntry) []byte {
 	b = append(b, `{"time":"`...)
 	b = req.Time.AppendFormat(b, time.RFC3339Nano)
 	b = append(b, '"')

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // TestAppendRequest: a request log line is what json.Marshal makes of the
@@ -15,17 +17,17 @@ func TestAppendRequest(t *testing.T) {
 	at := time.Date(2026, 12, 2, 4, 5, 6, 789000000, time.UTC)
 	tests := []struct {
 		name string
-		req  Request
+		req  v1alpha1.RequestLogEntry
 	}{
-		{"empty", Request{}},
-		{"GET", Request{Time: at, Way: "data_plane", Method: "GET", Path: "/api/v1/namespaces/default", Query: "timeout=32s", Status: 200,
+		{"empty", v1alpha1.RequestLogEntry{}},
+		{"GET", v1alpha1.RequestLogEntry{Time: at, Way: "data_plane", Method: "GET", Path: "/api/v1/namespaces/default", Query: "timeout=32s", Status: 200,
 			BytesOut: 68, Duration: "4ms", UserAgent: "kubectl/v1.34.0 (linux/amd64) kubernetes/abcdef0", CloseReason: "client or target closed", Replica: "r1"}},
-		{"stream", Request{Time: at.Add(time.Nanosecond), Method: "POST", Path: "/api/v1/namespaces/x/pods/p/exec", Status: 101, BytesIn: -1,
+		{"stream", v1alpha1.RequestLogEntry{Time: at.Add(time.Nanosecond), Method: "POST", Path: "/api/v1/namespaces/x/pods/p/exec", Status: 101, BytesIn: -1,
 			Stream: "s-1", Upgrade: "websocket", Duration: "1h0m0s"}},
-		{"escapes", Request{Time: at, Method: "GET", Path: "/a\"b\\c<d>e&f\n\r\t\b\f\x00\x1f\x7f", Query: "q=\u2028\u2029",
+		{"escapes", v1alpha1.RequestLogEntry{Time: at, Method: "GET", Path: "/a\"b\\c<d>e&f\n\r\t\b\f\x00\x1f\x7f", Query: "q=\u2028\u2029",
 			UserAgent: "é ü 日本 🙂", CloseReason: "bad \xff\xfe utf-8 \xe2\x82"}},
-		{"truncated and lost", Request{Time: at, UserAgent: "x", Truncated: []TruncatedField{{"userAgent", 204800}, {"query", 5000}}, Lost: 3}},
-		{"zone", Request{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600+1800))}},
+		{"truncated and lost", v1alpha1.RequestLogEntry{Time: at, UserAgent: "x", Truncated: []v1alpha1.TruncatedField{{Field: "userAgent", Length: 204800}, {Field: "query", Length: 5000}}, Lost: 3}},
+		{"zone", v1alpha1.RequestLogEntry{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600+1800))}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,43 +15,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
-
-// Request is one line of a session's request log.
-type Request struct {
-	Time time.Time `json:"time"`
-	// Way is how the request came in: aggregated or dataplane.
-	Way    string `json:"way,omitempty"`
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	// Query is the request's raw query as forwarded to the target, with
-	// the values of credentials taken out.
-	Query     string `json:"query,omitempty"`
-	Status    int    `json:"status"`
-	BytesIn   int64  `json:"bytesIn"`
-	BytesOut  int64  `json:"bytesOut"`
-	Duration  string `json:"duration"`
-	UserAgent string `json:"userAgent,omitempty"`
-	// Stream is the recording of an upgraded request, if it has one.
-	Stream  string `json:"stream,omitempty"`
-	Upgrade string `json:"upgrade,omitempty"`
-	// CloseReason says why a request ended, when not by itself.
-	CloseReason string `json:"closeReason,omitempty"`
-	Replica     string `json:"replica,omitempty"`
-	// Truncated names the fields cut to maxFieldBytes, so that no line
-	// outgrows what the reader takes.
-	Truncated []TruncatedField `json:"truncated,omitempty"`
-	// Lost, in a marker entry, is how many entries of the session this
-	// replica could not keep from Time to Time+Duration.
-	Lost int64 `json:"lost,omitempty"`
-}
-
-// TruncatedField is a field of a request log entry that was cut.
-type TruncatedField struct {
-	Field string `json:"field"`
-	// Length is the field's length in bytes before it was cut.
-	Length int `json:"length"`
-}
 
 // maxFieldBytes bounds each string field of an entry, before JSON escapes
 // it (at most sixfold): with every field at the bound, a line stays far
@@ -89,10 +55,10 @@ const (
 
 // LogRequest adds a request to its session's log, written with the next
 // flush.
-func (r *Recorder) LogRequest(s Session, req Request) {
+func (r *Recorder) LogRequest(s v1alpha1.RecordedSession, req v1alpha1.RequestLogEntry) {
 	req.Replica = r.cfg.Replica
 	req.Query = RedactQuery(req.Query)
-	req.bound()
+	bound(&req)
 	key := requestLogKey{namespace: s.Namespace, name: s.Name, uid: s.UID}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -135,7 +101,7 @@ func (b *requestBuffer) marker(lines []byte, replica string) []byte {
 	if b.lost == 0 {
 		return lines
 	}
-	m := Request{Time: b.lostFrom.UTC(), Duration: b.lostTo.Sub(b.lostFrom).String(), Replica: replica, Lost: b.lost,
+	m := v1alpha1.RequestLogEntry{Time: b.lostFrom.UTC(), Duration: b.lostTo.Sub(b.lostFrom).String(), Replica: replica, Lost: b.lost,
 		CloseReason: fmt.Sprintf("%d entries of this request log lost on this replica: more than %d MiB waited for the recording store",
 			b.lost, maxBufferedRequests>>20)}
 	return append(appendRequest(lines, &m), '\n')
@@ -145,7 +111,7 @@ func (b *requestBuffer) marker(lines []byte, replica string) []byte {
 // requests must be refused: its request log cannot keep their entries
 // (the last write failed, entries were lost, or it is nearly full). It is
 // nil under best-effort, which logs what it can and marks what it lost.
-func (r *Recorder) RequestLogError(s Session) error {
+func (r *Recorder) RequestLogError(s v1alpha1.RecordedSession) error {
 	if !r.Required() {
 		return nil
 	}
@@ -210,22 +176,22 @@ func (r *Recorder) requeue(old *requestBuffer) {
 	b.failed = old.failed
 }
 
-// bound cuts every string field to maxFieldBytes, at a character's start,
-// and says which it cut.
-func (req *Request) bound() {
-	req.boundField("way", &req.Way)
-	req.boundField("method", &req.Method)
-	req.boundField("path", &req.Path)
-	req.boundField("query", &req.Query)
-	req.boundField("duration", &req.Duration)
-	req.boundField("userAgent", &req.UserAgent)
-	req.boundField("stream", &req.Stream)
-	req.boundField("upgrade", &req.Upgrade)
-	req.boundField("closeReason", &req.CloseReason)
-	req.boundField("replica", &req.Replica)
+// bound cuts every string field of req to maxFieldBytes, at a
+// character's start, and says which it cut.
+func bound(req *v1alpha1.RequestLogEntry) {
+	boundField(req, "way", &req.Way)
+	boundField(req, "method", &req.Method)
+	boundField(req, "path", &req.Path)
+	boundField(req, "query", &req.Query)
+	boundField(req, "duration", &req.Duration)
+	boundField(req, "userAgent", &req.UserAgent)
+	boundField(req, "stream", &req.Stream)
+	boundField(req, "upgrade", &req.Upgrade)
+	boundField(req, "closeReason", &req.CloseReason)
+	boundField(req, "replica", &req.Replica)
 }
 
-func (req *Request) boundField(name string, value *string) {
+func boundField(req *v1alpha1.RequestLogEntry, name string, value *string) {
 	s := *value
 	if len(s) <= maxFieldBytes {
 		return
@@ -235,7 +201,7 @@ func (req *Request) boundField(name string, value *string) {
 		n--
 	}
 	*value = s[:n]
-	req.Truncated = append(req.Truncated, TruncatedField{Field: name, Length: len(s)})
+	req.Truncated = append(req.Truncated, v1alpha1.TruncatedField{Field: name, Length: len(s)})
 }
 
 // sensitiveQuery are parts of query parameter names whose values are

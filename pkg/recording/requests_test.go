@@ -12,16 +12,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // allRequests reads the test session's whole request log in pages of
 // limit (0: one).
-func allRequests(ctx context.Context, reader Reader, limit int) ([]Request, error) {
-	var all []Request
+func allRequests(ctx context.Context, reader Reader, limit int) ([]v1alpha1.RequestLogEntry, error) {
+	var all []v1alpha1.RequestLogEntry
 	next := ""
 	for {
 		var err error
-		next, err = reader.Requests(ctx, "sre", "fix", limit, next, func(r *Request) error {
+		next, err = reader.Requests(ctx, "sre", "fix", limit, next, func(r *v1alpha1.RequestLogEntry) error {
 			all = append(all, *r)
 			return nil
 		})
@@ -39,40 +41,40 @@ func TestRequestLogKeepsEveryEntry(t *testing.T) {
 	long := strings.Repeat("\x01", 200<<10) // escaped sixfold: 1.2 MB of JSON
 	tests := []struct {
 		name   string
-		logged []Request
-		want   []Request
+		logged []v1alpha1.RequestLogEntry
+		want   []v1alpha1.RequestLogEntry
 	}{
 		{
 			name: "a 200 KiB user agent, then ordinary requests",
-			logged: []Request{
+			logged: []v1alpha1.RequestLogEntry{
 				{Time: at, Method: "GET", Path: "/a", UserAgent: long},
 				{Time: at.Add(time.Second), Method: "GET", Path: "/b"},
 				{Time: at.Add(2 * time.Second), Method: "GET", Path: "/c"},
 			},
-			want: []Request{
-				{Time: at, Method: "GET", Path: "/a", UserAgent: long[:maxFieldBytes], Replica: "r1", Truncated: []TruncatedField{{"userAgent", 200 << 10}}},
+			want: []v1alpha1.RequestLogEntry{
+				{Time: at, Method: "GET", Path: "/a", UserAgent: long[:maxFieldBytes], Replica: "r1", Truncated: []v1alpha1.TruncatedField{{Field: "userAgent", Length: 200 << 10}}},
 				{Time: at.Add(time.Second), Method: "GET", Path: "/b", Replica: "r1"},
 				{Time: at.Add(2 * time.Second), Method: "GET", Path: "/c", Replica: "r1"},
 			},
 		},
 		{
 			name: "every field too long, cut at a character",
-			logged: []Request{{Time: at, Method: strings.Repeat("é", 3000), Path: strings.Repeat("/", 5000), Query: "q=" + strings.Repeat("x", 5000),
+			logged: []v1alpha1.RequestLogEntry{{Time: at, Method: strings.Repeat("é", 3000), Path: strings.Repeat("/", 5000), Query: "q=" + strings.Repeat("x", 5000),
 				CloseReason: strings.Repeat("日", 2000)}},
-			want: []Request{{Time: at, Method: strings.Repeat("é", 2048), Path: strings.Repeat("/", 4096), Query: "q=" + strings.Repeat("x", 4094),
+			want: []v1alpha1.RequestLogEntry{{Time: at, Method: strings.Repeat("é", 2048), Path: strings.Repeat("/", 4096), Query: "q=" + strings.Repeat("x", 4094),
 				CloseReason: strings.Repeat("日", 1365), Replica: "r1",
-				Truncated: []TruncatedField{{"method", 6000}, {"path", 5000}, {"query", 5002}, {"closeReason", 6000}}}},
+				Truncated: []v1alpha1.TruncatedField{{Field: "method", Length: 6000}, {Field: "path", Length: 5000}, {Field: "query", Length: 5002}, {Field: "closeReason", Length: 6000}}}},
 		},
 		{
 			name:   "a malformed pair: the query as forwarded, credentials out",
-			logged: []Request{{Time: at, Method: "GET", Path: "/api/v1/pods", Query: "labelSelector=app%3Dx&bad=%zz&access_token=secret&limit=5&a=1;token=secret"}},
-			want: []Request{{Time: at, Method: "GET", Path: "/api/v1/pods", Replica: "r1",
+			logged: []v1alpha1.RequestLogEntry{{Time: at, Method: "GET", Path: "/api/v1/pods", Query: "labelSelector=app%3Dx&bad=%zz&access_token=secret&limit=5&a=1;token=secret"}},
+			want: []v1alpha1.RequestLogEntry{{Time: at, Method: "GET", Path: "/api/v1/pods", Replica: "r1",
 				Query: "labelSelector=app%3Dx&bad=%zz&access_token=REDACTED&limit=5&a=REDACTED"}},
 		},
 		{
 			name:   "an escaped credential name",
-			logged: []Request{{Time: at, Method: "GET", Path: "/", Query: "%74oken=secret&watch=1"}},
-			want:   []Request{{Time: at, Method: "GET", Path: "/", Replica: "r1", Query: "%74oken=REDACTED&watch=1"}},
+			logged: []v1alpha1.RequestLogEntry{{Time: at, Method: "GET", Path: "/", Query: "%74oken=secret&watch=1"}},
+			want:   []v1alpha1.RequestLogEntry{{Time: at, Method: "GET", Path: "/", Replica: "r1", Query: "%74oken=REDACTED&watch=1"}},
 		},
 	}
 	for _, tt := range tests {
@@ -101,7 +103,7 @@ func TestRequestLogKeepsEveryEntry(t *testing.T) {
 // once it is written.
 func TestRequestLogLosesNothingSilently(t *testing.T) {
 	ctx := context.Background()
-	entry := Request{Method: "GET", Path: "/api/v1/pods", UserAgent: strings.Repeat("u", maxFieldBytes)}
+	entry := v1alpha1.RequestLogEntry{Method: "GET", Path: "/api/v1/pods", UserAgent: strings.Repeat("u", maxFieldBytes)}
 	const logged = 1200 // of about 4.2 KB each: more than maxBufferedRequests
 	for _, policy := range []Mode{ModeBestEffort, ModeRequired} {
 		t.Run(string(policy), func(t *testing.T) {
@@ -201,7 +203,7 @@ func TestRequestLogPaging(t *testing.T) {
 	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 	for i := range 50 {
 		// Entries logged out of time order within a flush, as requests end.
-		r.LogRequest(testSession, Request{Time: at.Add(time.Duration((i*7)%50) * time.Second), Path: fmt.Sprintf("/%d", i)})
+		r.LogRequest(testSession, v1alpha1.RequestLogEntry{Time: at.Add(time.Duration((i*7)%50) * time.Second), Path: fmt.Sprintf("/%d", i)})
 		if i%9 == 8 {
 			r.flushRequests(ctx)
 		}
@@ -229,7 +231,7 @@ func TestRequestLogPaging(t *testing.T) {
 		}
 	}
 	for _, token := range []string{"x", "e30", "!!"} {
-		if _, err := reader.Requests(ctx, "sre", "fix", 1, token, func(*Request) error { return nil }); !errors.Is(err, ErrBadContinue) {
+		if _, err := reader.Requests(ctx, "sre", "fix", 1, token, func(*v1alpha1.RequestLogEntry) error { return nil }); !errors.Is(err, ErrBadContinue) {
 			t.Errorf("continue %q: %v", token, err)
 		}
 	}

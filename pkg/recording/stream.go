@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // Stream is the recording of one interactive stream. The relay hands it
@@ -31,7 +33,7 @@ import (
 // with its manifest without reading it back.
 type Stream struct {
 	recorder *Recorder
-	info     StreamInfo
+	info     v1alpha1.RecordingInfo
 	prefix   string
 
 	mu sync.Mutex
@@ -296,7 +298,7 @@ func (s *Stream) writeLive() {
 // written, and of the info, how the recording ended, signed.
 func (s *Stream) finish() {
 	r := s.recorder
-	m := Manifest{Stream: s.info.Stream, Protocol: s.checker.Protocol(), EndTime: r.cfg.Clock.Now(),
+	m := v1alpha1.RecordingManifest{Stream: s.info.Stream, Protocol: s.checker.Protocol(), EndTime: r.cfg.Clock.Now(),
 		Chunks: s.chunks, CaptureLength: s.captureLength, CaptureSHA256: hex.EncodeToString(s.captureSum.Sum(nil)), InfoSHA256: s.infoSHA256}
 	if s.notUpgraded {
 		m.Failed = errNotUpgraded.Error()
@@ -306,7 +308,7 @@ func (s *Stream) finish() {
 		m.Failed = s.failed.Error()
 	}
 	s.mu.Unlock()
-	m.Key, m.MAC = r.cfg.Keys.sign(m.signedBytes(s.prefix))
+	m.Key, m.MAC = r.cfg.Keys.sign(manifestSignedBytes(&m, s.prefix))
 	data, _ := json.Marshal(m)
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()

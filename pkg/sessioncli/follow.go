@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // Markers of a followed recording's end: the server writes them, after
@@ -126,9 +126,9 @@ func (g *globals) followCast(ctx context.Context, name, stream string, params ma
 
 // followRequests hands each entry of the request log, then each one as it
 // is stored, to each, until ctx ends.
-func (g *globals) followRequests(ctx context.Context, name string, each func(line []byte, r *recording.Request) error) error {
+func (g *globals) followRequests(ctx context.Context, name string, each func(line []byte, r *v1alpha1.RequestLogEntry) error) error {
 	return g.followLines(ctx, name, nil, func(line []byte) (bool, error) {
-		var r recording.Request
+		var r v1alpha1.RequestLogEntry
 		if err := json.Unmarshal(line, &r); err != nil {
 			return false, fmt.Errorf("reading the request log: %w", err)
 		}
@@ -138,7 +138,7 @@ func (g *globals) followRequests(ctx context.Context, name string, each func(lin
 
 // printRequestRows prints requests as rows of the history's table, its
 // headers with the first.
-func printRequestRows(out io.Writer, requests []recording.Request, headers bool) error {
+func printRequestRows(out io.Writer, requests []v1alpha1.RequestLogEntry, headers bool) error {
 	table := requestTable(requests)
 	return printers.NewTablePrinter(printers.PrintOptions{NoHeaders: !headers}).PrintObj(table, out)
 }
@@ -183,7 +183,7 @@ func (g *globals) watch(ctx context.Context, name string) error {
 		})
 	}
 	follow("requests", func() error {
-		return g.followRequests(ctx, name, func(_ []byte, r *recording.Request) error {
+		return g.followRequests(ctx, name, func(_ []byte, r *v1alpha1.RequestLogEntry) error {
 			path := r.Path
 			if r.Query != "" {
 				path += "?" + r.Query
@@ -203,7 +203,7 @@ func (g *globals) watch(ctx context.Context, name string) error {
 			}
 			return err
 		}
-		var list struct{ Items []recording.StreamSummary }
+		var list v1alpha1.SessionRecordingList
 		if err := json.Unmarshal(data, &list); err != nil {
 			return err
 		}

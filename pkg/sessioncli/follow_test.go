@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 const recordingsPath = "GET /apis/clustergate.dev/v1alpha1/namespaces/demo/sessions/fix/recordings"
@@ -144,9 +144,9 @@ func TestHistoryFollow(t *testing.T) {
 // it started.
 func TestWatch(t *testing.T) {
 	a := newFakeAPI(t)
-	a.recorded.Store(&map[string]string{"": mustJSON(t, map[string]any{"items": []recording.StreamSummary{
-		{StreamInfo: recording.StreamInfo{Stream: "s0", Subresource: "exec"}, Manifest: &recording.Manifest{Stream: "s0"}},
-		{StreamInfo: recording.StreamInfo{Stream: "s1", Subresource: "exec", PodNamespace: "default", Pod: "shell", Command: []string{"sh"}}},
+	a.recorded.Store(&map[string]string{"": mustJSON(t, map[string]any{"items": []v1alpha1.SessionRecording{
+		{RecordingInfo: v1alpha1.RecordingInfo{Stream: "s0", Subresource: "exec"}, Manifest: &v1alpha1.RecordingManifest{Stream: "s0"}},
+		{RecordingInfo: v1alpha1.RecordingInfo{Stream: "s1", Subresource: "exec", PodNamespace: "default", Pod: "shell", Command: []string{"sh"}}},
 	}})})
 	mux := a.Config.Handler.(*http.ServeMux)
 	mux.HandleFunc(recordingsPath+"/requests", func(w http.ResponseWriter, r *http.Request) {

@@ -16,20 +16,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // TestHistory: kubectl session history reads the request log page by page
 // and shows all of it by time; an answer cut short is an error.
 func TestHistory(t *testing.T) {
 	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
-	var log []recording.Request
+	var log []v1alpha1.RequestLogEntry
 	for i := range 1200 {
 		// Written out of time order, as chunks of replicas are.
-		log = append(log, recording.Request{Time: at.Add(time.Duration(1199-i) * time.Second), Method: "GET", Path: fmt.Sprintf("/r%d", i), Status: 200})
+		log = append(log, v1alpha1.RequestLogEntry{Time: at.Add(time.Duration(1199-i) * time.Second), Method: "GET", Path: fmt.Sprintf("/r%d", i), Status: 200})
 	}
-	log[3].Truncated = []recording.TruncatedField{{Field: "userAgent", Length: 204800}}
-	log[4] = recording.Request{Time: log[4].Time, Lost: 7, CloseReason: "7 entries of this request log lost on this replica"}
+	log[3].Truncated = []v1alpha1.TruncatedField{{Field: "userAgent", Length: 204800}}
+	log[4] = v1alpha1.RequestLogEntry{Time: log[4].Time, Lost: 7, CloseReason: "7 entries of this request log lost on this replica"}
 	a := newFakeAPI(t)
 	pages, abort := 0, false
 	mux := a.Config.Handler.(*http.ServeMux)
@@ -75,7 +75,7 @@ func TestHistory(t *testing.T) {
 	out, err = run("history", "fix", "-o", "json")
 	var list struct {
 		Kind  string
-		Items []recording.Request
+		Items []v1alpha1.RequestLogEntry
 	}
 	if err != nil || json.Unmarshal([]byte(out), &list) != nil || list.Kind != "SessionRequestLog" || len(list.Items) != 1200 {
 		t.Errorf("-o json: %d items of a %q, %v", len(list.Items), list.Kind, err)

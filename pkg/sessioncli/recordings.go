@@ -22,7 +22,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/rest"
 
-	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // readRecordings reads what sessions/NAME/recordings/PATH... answers to
@@ -113,7 +113,7 @@ func newRecordingsCommand(g *globals) *cobra.Command {
 				_, err := g.streams.Out.Write(data)
 				return err
 			}
-			var list struct{ Items []recording.StreamSummary }
+			var list v1alpha1.SessionRecordingList
 			if err := json.Unmarshal(data, &list); err != nil {
 				return err
 			}
@@ -125,7 +125,7 @@ func newRecordingsCommand(g *globals) *cobra.Command {
 }
 
 // printStreams prints a table of recorded streams.
-func printStreams(out, errOut io.Writer, streams []recording.StreamSummary) error {
+func printStreams(out, errOut io.Writer, streams []v1alpha1.SessionRecording) error {
 	rows := make([][]any, 0, len(streams))
 	for _, s := range streams {
 		duration, state := "-", "recording or cut off"
@@ -144,7 +144,7 @@ func printStreams(out, errOut io.Writer, streams []recording.StreamSummary) erro
 
 // printRequests prints a table of a request log; an entry that was cut,
 // or one that records lost entries, says so in its path.
-func printRequests(out, errOut io.Writer, requests []recording.Request) error {
+func printRequests(out, errOut io.Writer, requests []v1alpha1.RequestLogEntry) error {
 	if len(requests) == 0 {
 		_, err := fmt.Fprintf(errOut, "No requests found.\n")
 		return err
@@ -153,7 +153,7 @@ func printRequests(out, errOut io.Writer, requests []recording.Request) error {
 }
 
 // requestTable is the table of a request log, its cells escaped.
-func requestTable(requests []recording.Request) *metav1.Table {
+func requestTable(requests []v1alpha1.RequestLogEntry) *metav1.Table {
 	rows := make([][]any, 0, len(requests))
 	for _, r := range requests {
 		path := r.Path
@@ -184,14 +184,11 @@ const historyPage = 500
 
 // readRequestLog reads a session's whole request log, page by page, by
 // time; the server holds no more than a page and a chunk of it at a time.
-func (g *globals) readRequestLog(ctx context.Context, name string) ([]recording.Request, error) {
-	var all []recording.Request
+func (g *globals) readRequestLog(ctx context.Context, name string) ([]v1alpha1.RequestLogEntry, error) {
+	var all []v1alpha1.RequestLogEntry
 	next := ""
 	for {
-		var page struct {
-			Items    []recording.Request
-			Metadata metav1.ListMeta
-		}
+		var page v1alpha1.SessionRequestLog
 		data, err := g.readRecordings(ctx, name, map[string]string{"limit": strconv.Itoa(historyPage), "continue": next}, "requests")
 		if err != nil {
 			return nil, err
@@ -200,7 +197,7 @@ func (g *globals) readRequestLog(ctx context.Context, name string) ([]recording.
 			return nil, fmt.Errorf("reading the request log: %w", err)
 		}
 		all = append(all, page.Items...)
-		if next = page.Metadata.Continue; next == "" {
+		if next = page.Continue; next == "" {
 			break
 		}
 	}
@@ -226,14 +223,14 @@ interval, 2 s by default) until Ctrl-C; with -o json, one JSON entry a line.
 			}
 			if follow {
 				first := true
-				return g.followRequests(cmd.Context(), args[0], func(line []byte, r *recording.Request) error {
+				return g.followRequests(cmd.Context(), args[0], func(line []byte, r *v1alpha1.RequestLogEntry) error {
 					if output == "json" {
 						_, err := g.streams.Out.Write(append(line, '\n'))
 						return err
 					}
 					headers := first
 					first = false
-					return printRequestRows(g.streams.Out, []recording.Request{*r}, headers)
+					return printRequestRows(g.streams.Out, []v1alpha1.RequestLogEntry{*r}, headers)
 				})
 			}
 			log, err := g.readRequestLog(cmd.Context(), args[0])
@@ -242,7 +239,7 @@ interval, 2 s by default) until Ctrl-C; with -o json, one JSON entry a line.
 			}
 			if output == "json" {
 				if log == nil {
-					log = []recording.Request{}
+					log = []v1alpha1.RequestLogEntry{}
 				}
 				// The list as the server answered before it paged.
 				return json.NewEncoder(g.streams.Out).Encode(map[string]any{"kind": "SessionRequestLog", "apiVersion": "clustergate.dev/v1alpha1", "items": log})
@@ -387,7 +384,7 @@ type player struct {
 func (p *player) header(line []byte) error {
 	var header struct {
 		Version                 int
-		Clustergate             recording.StreamInfo
+		Clustergate             v1alpha1.RecordingInfo
 		ClustergateVerification string
 	}
 	if err := json.Unmarshal(line, &header); err != nil || header.Version != 2 {
@@ -395,9 +392,9 @@ func (p *player) header(line []byte) error {
 	}
 	p.tty = header.Clustergate.TTY
 	switch v := header.ClustergateVerification; {
-	case p.following && v == recording.Live:
+	case p.following && v == v1alpha1.RecordingLive:
 		fmt.Fprintf(p.errOut, "[following %s as it is recorded]\n", escapeLine(header.Clustergate.Stream))
-	case v != "" && v != recording.Verified:
+	case v != "" && v != v1alpha1.RecordingVerified:
 		fmt.Fprintf(p.errOut, "Warning: this recording is %s\n", v)
 	}
 	return nil

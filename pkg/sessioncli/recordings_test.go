@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // runCommand runs kubectl session with args against a, whose sessions/fix
@@ -46,11 +46,11 @@ func mustJSON(t *testing.T, v any) string {
 func TestRecordingTables(t *testing.T) {
 	a := newFakeAPI(t)
 	started := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
-	request := func(path, query string) recording.Request {
-		return recording.Request{Time: started, Way: "aggregated", Method: "GET", Path: path, Query: query, Status: 200,
+	request := func(path, query string) v1alpha1.RequestLogEntry {
+		return v1alpha1.RequestLogEntry{Time: started, Way: "aggregated", Method: "GET", Path: path, Query: query, Status: 200,
 			BytesIn: 1, BytesOut: 2, Duration: "3ms"}
 	}
-	requestItems := []recording.Request{
+	requestItems := []v1alpha1.RequestLogEntry{
 		request("/api/v1/namespaces", ""),
 		// A newline would start a row of its own, the same as a real one.
 		request("/api/v1/pods\n2026-12-03T09:00:00Z  aggregated  DELETE  /x  200", ""),
@@ -62,11 +62,11 @@ func TestRecordingTables(t *testing.T) {
 		request("/b\u009b2K\x7f", ""),
 	}
 	requests := mustJSON(t, map[string]any{"items": requestItems})
-	stream := func(id, pod, container string, command ...string) recording.StreamSummary {
-		return recording.StreamSummary{StreamInfo: recording.StreamInfo{Stream: id, Way: "aggregated", Subresource: "exec",
+	stream := func(id, pod, container string, command ...string) v1alpha1.SessionRecording {
+		return v1alpha1.SessionRecording{RecordingInfo: v1alpha1.RecordingInfo{Stream: id, Way: "aggregated", Subresource: "exec",
 			PodNamespace: "default", Pod: pod, Container: container, Command: command, StartTime: started}, Bytes: 10}
 	}
-	streams := mustJSON(t, map[string]any{"items": []recording.StreamSummary{
+	streams := mustJSON(t, map[string]any{"items": []v1alpha1.SessionRecording{
 		stream("s1", "web", "", "sh"),
 		stream("s2", "web\rforged", "c\nforged row", "sh", "-c", "\x1b]52;c;ZXZpbA==\x07"),
 		stream("s3", "web", "c\x1b[8m", "printf", "\x1b[2J"),
@@ -119,7 +119,7 @@ func TestRecordingTables(t *testing.T) {
 // left out; --raw plays every byte; -o json is the recording itself.
 func TestReplay(t *testing.T) {
 	a := newFakeAPI(t)
-	header := mustJSON(t, map[string]any{"version": 2, "width": 80, "height": 24, "clustergate": recording.StreamInfo{Stream: "s1", TTY: true}})
+	header := mustJSON(t, map[string]any{"version": 2, "width": 80, "height": 24, "clustergate": v1alpha1.RecordingInfo{Stream: "s1", TTY: true}})
 	var cast strings.Builder
 	cast.WriteString(header + "\n")
 	events := [][3]any{

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
-	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
@@ -61,9 +61,9 @@ func TestRecordingS3(t *testing.T) {
 	// stream typed into, whichever replica recorded it, and the recordings
 	// cut by the store's outage (cut), finished or not.
 	typed, cut := map[string]bool{}, 0
-	finished := func(t *testing.T, r localcluster.Replica) []recording.StreamSummary {
+	finished := func(t *testing.T, r localcluster.Replica) []v1alpha1.SessionRecording {
 		t.Helper()
-		var streams struct{ Items []recording.StreamSummary }
+		var streams v1alpha1.SessionRecordingList
 		eventually(t, 15*time.Second, "every recording is finished", func() error {
 			if err := json.Unmarshal(getAs(t, cp.FrontProxyConfig(r.URL, "audrey"), base), &streams); err != nil {
 				return err
@@ -166,7 +166,7 @@ func TestRecordingS3(t *testing.T) {
 				t.Errorf("the recordings hold %v, want %v", seen, typed)
 			}
 			eventually(t, 15*time.Second, "the request log of both replicas", func() error {
-				var requests struct{ Items []recording.Request }
+				var requests v1alpha1.SessionRequestLog
 				if err := json.Unmarshal(getAs(t, auditor, base+"/requests"), &requests); err != nil {
 					return err
 				}

@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
-	"github.com/clustergate/clustergate/pkg/recording"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
 
@@ -113,7 +113,7 @@ func TestRecording(t *testing.T) {
 	grant(t, ns, "audrey", "clustergate:session-auditor")
 	for session, way := range map[string]string{"recorded": "aggregated", "recorded-dp": "data_plane"} {
 		t.Run(way, func(t *testing.T) {
-			var streams struct{ Items []recording.StreamSummary }
+			var streams v1alpha1.SessionRecordingList
 			// The last chunk and the manifest are written as the stream ends.
 			eventually(t, 10*time.Second, "the recordings are finished", func() error {
 				out := mustSession(t, auditor, ns, "", "recordings", session, "-o", "json")
@@ -362,7 +362,7 @@ func checkTerminalCast(t *testing.T, cast string, run *recordedExec) {
 	lines := strings.Split(strings.TrimSuffix(cast, "\n"), "\n")
 	var header struct {
 		Width, Height int
-		Clustergate   recording.StreamInfo
+		Clustergate   v1alpha1.RecordingInfo
 	}
 	if err := json.Unmarshal([]byte(lines[0]), &header); err != nil {
 		t.Fatalf("%s: header %q: %v", run, lines[0], err)

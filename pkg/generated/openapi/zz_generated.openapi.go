@@ -32,6 +32,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.GardenerClusterKubeconfigStatus{}.OpenAPIModelName(): schema_pkg_apis_clustergate_v1alpha1_GardenerClusterKubeconfigStatus(ref),
 		v1alpha1.KubeconfigTarget{}.OpenAPIModelName():                schema_pkg_apis_clustergate_v1alpha1_KubeconfigTarget(ref),
 		v1alpha1.LocalSecretReference{}.OpenAPIModelName():            schema_pkg_apis_clustergate_v1alpha1_LocalSecretReference(ref),
+		v1alpha1.RecordedSession{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_RecordedSession(ref),
+		v1alpha1.RecordingInfo{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_RecordingInfo(ref),
+		v1alpha1.RecordingManifest{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_RecordingManifest(ref),
+		v1alpha1.RequestLogEntry{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_RequestLogEntry(ref),
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():              schema_pkg_apis_clustergate_v1alpha1_SecretKeyReference(ref),
 		v1alpha1.Session{}.OpenAPIModelName():                         schema_pkg_apis_clustergate_v1alpha1_Session(ref),
 		v1alpha1.SessionApproval{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionApproval(ref),
@@ -48,12 +52,16 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SessionLockTarget{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_SessionLockTarget(ref),
 		v1alpha1.SessionOwner{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionOwner(ref),
 		v1alpha1.SessionProxyOptions{}.OpenAPIModelName():             schema_pkg_apis_clustergate_v1alpha1_SessionProxyOptions(ref),
+		v1alpha1.SessionRecording{}.OpenAPIModelName():                schema_pkg_apis_clustergate_v1alpha1_SessionRecording(ref),
+		v1alpha1.SessionRecordingList{}.OpenAPIModelName():            schema_pkg_apis_clustergate_v1alpha1_SessionRecordingList(ref),
+		v1alpha1.SessionRequestLog{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_SessionRequestLog(ref),
 		v1alpha1.SessionScope{}.OpenAPIModelName():                    schema_pkg_apis_clustergate_v1alpha1_SessionScope(ref),
 		v1alpha1.SessionSelector{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_SessionSelector(ref),
 		v1alpha1.SessionSpec{}.OpenAPIModelName():                     schema_pkg_apis_clustergate_v1alpha1_SessionSpec(ref),
 		v1alpha1.SessionStatus{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref),
 		v1alpha1.SessionTarget{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_SessionTarget(ref),
 		v1alpha1.ShootReference{}.OpenAPIModelName():                  schema_pkg_apis_clustergate_v1alpha1_ShootReference(ref),
+		v1alpha1.TruncatedField{}.OpenAPIModelName():                  schema_pkg_apis_clustergate_v1alpha1_TruncatedField(ref),
 		resource.Quantity{}.OpenAPIModelName():                        schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                              schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                          schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -496,6 +504,457 @@ func schema_pkg_apis_clustergate_v1alpha1_LocalSecretReference(ref common.Refere
 				Required: []string{"name"},
 			},
 		},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_RecordedSession(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RecordedSession names the session a recording belongs to.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the session's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the session's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID tells the sessions that had the same name apart.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"owner": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Owner is the session's owner.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is the session's target, e.g. \"shoot/local\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the session's reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "uid", "owner"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_RecordingInfo(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RecordingInfo describes one recorded stream: the stream's info.json in the store, and the \"clustergate\" field of its asciicast's header.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"stream": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stream identifies the recording within its session.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the session's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the session's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID tells the sessions that had the same name apart.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"owner": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Owner is the session's owner.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is the session's target, e.g. \"shoot/local\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the session's reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"way": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Way is how the stream came in: aggregated or dataplane.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replica": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replica is the server replica that recorded the stream.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Subresource is exec or attach.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Node is the node whose kubelet the stream reached through nodes/<node>/proxy, past the pod's own subresource; empty when it came through the pod's exec or attach.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"podNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodNamespace is the namespace of the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod is the pod the stream reached.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"container": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Container is the container the stream reached.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is what exec ran.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"tty": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTY says that the stream had a terminal.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"stdin": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stdin says that the client sent input.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the stream started.",
+							Type:        []string{"string"},
+							Format:      "date-time",
+						},
+					},
+				},
+				Required: []string{"stream", "namespace", "name", "uid", "owner", "subresource", "startTime"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_RecordingManifest(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RecordingManifest finishes a recording: what was written, and its digest, signed by the replica that wrote it. The signature covers a canonical form of these fields and the recording's place in the store, not this JSON.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"stream": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stream identifies the recording within its session.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"protocol": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Protocol is the stream protocol the target chose.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"endTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "EndTime is when the stream ended.",
+							Type:        []string{"string"},
+							Format:      "date-time",
+						},
+					},
+					"chunks": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Chunks is how many chunk objects, in the capture format, the recording has; CaptureLength and CaptureSHA256 are of their concatenation, as stored. A read checks them: the asciicast is built only from a recording that is what was written.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"captureLength": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CaptureLength is the length of the chunks in bytes.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"captureSHA256": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CaptureSHA256 is the SHA-256 (hex) of the chunks.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"infoSHA256": {
+						SchemaProps: spec.SchemaProps{
+							Description: "InfoSHA256 is the digest of the stream's info.json as written, so that who, where and what the recording says it is is vouched for too.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"failed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Failed says why the recording is incomplete, if it is.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Key names the server's manifest key that signed the manifest.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"mac": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MAC is the signature: HMAC-SHA256 (hex) under Key.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"stream", "endTime", "chunks", "captureLength", "captureSHA256"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_RequestLogEntry(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RequestLogEntry is one request of a session's request log.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time is when the request came.",
+							Type:        []string{"string"},
+							Format:      "date-time",
+						},
+					},
+					"way": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Way is how the request came in: aggregated or dataplane.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"method": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Method is the request's HTTP method.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Path is the path forwarded to the target.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"query": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Query is the request's raw query as forwarded to the target, with the values of credentials taken out.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is the HTTP status of the answer.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"bytesIn": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BytesIn is what the client sent.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"bytesOut": {
+						SchemaProps: spec.SchemaProps{
+							Description: "BytesOut is what the client got.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"duration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Duration is how long the request ran, as Go prints a duration.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"userAgent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UserAgent is the client's User-Agent.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"stream": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stream is the recording of an upgraded request, if it has one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"upgrade": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Upgrade is the protocol an upgraded request asked for.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"closeReason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "CloseReason says why a request ended, when not by itself.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replica": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replica is the server replica that served the request.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"truncated": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Truncated names the fields cut to a bound, so that no line outgrows what the reader takes.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.TruncatedField{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"lost": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Lost, in a marker entry, is how many entries of the session this replica could not keep from Time to Time+Duration.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+				},
+				Required: []string{"time", "method", "path", "status", "bytesIn", "bytesOut", "duration"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.TruncatedField{}.OpenAPIModelName()},
 	}
 }
 
@@ -1344,6 +1803,280 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionProxyOptions(ref common.Referen
 	}
 }
 
+func schema_pkg_apis_clustergate_v1alpha1_SessionRecording(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionRecording is a recorded stream as listed: its info, what is stored of it, and its manifest once finished.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"stream": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stream identifies the recording within its session.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace is the session's namespace.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name is the session's name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"uid": {
+						SchemaProps: spec.SchemaProps{
+							Description: "UID tells the sessions that had the same name apart.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"owner": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Owner is the session's owner.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"target": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Target is the session's target, e.g. \"shoot/local\".",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"reason": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Reason is the session's reason.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"way": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Way is how the stream came in: aggregated or dataplane.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"replica": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Replica is the server replica that recorded the stream.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Subresource is exec or attach.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"node": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Node is the node whose kubelet the stream reached through nodes/<node>/proxy, past the pod's own subresource; empty when it came through the pod's exec or attach.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"podNamespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "PodNamespace is the namespace of the pod.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"pod": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Pod is the pod the stream reached.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"container": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Container is the container the stream reached.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"command": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Command is what exec ran.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"tty": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TTY says that the stream had a terminal.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"stdin": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Stdin says that the client sent input.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+					"startTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "StartTime is when the stream started.",
+							Type:        []string{"string"},
+							Format:      "date-time",
+						},
+					},
+					"bytes": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Bytes is what is stored of the recording: its chunks.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"manifest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Manifest is nil while the stream runs, or when the replica that recorded it stopped before it finished.",
+							Ref:         ref(v1alpha1.RecordingManifest{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"stream", "namespace", "name", "uid", "owner", "subresource", "startTime", "bytes"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RecordingManifest{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionRecordingList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionRecordingList is the answer of GET sessions/<name>/recordings: the recorded exec and attach streams of every session that had the name, by start.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the recorded streams.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.SessionRecording{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.SessionRecording{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_SessionRequestLog(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SessionRequestLog is the answer of GET sessions/<name>/recordings/requests: the request log of every session that had the name, every request through it from either way in. limit and continue page it as a list.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the entries of the log.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.RequestLogEntry{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RequestLogEntry{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
 func schema_pkg_apis_clustergate_v1alpha1_SessionScope(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1666,6 +2399,36 @@ func schema_pkg_apis_clustergate_v1alpha1_ShootReference(ref common.ReferenceCal
 					},
 				},
 				Required: []string{"name"},
+			},
+		},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_TruncatedField(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TruncatedField is a field of a request log entry that was cut.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"field": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Field is the field's JSON name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"length": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Length is the field's length in bytes before it was cut.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+				},
+				Required: []string{"field", "length"},
 			},
 		},
 	}

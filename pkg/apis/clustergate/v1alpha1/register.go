@@ -47,6 +47,10 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&SessionLockList{},
 		&SessionApprovalPolicy{},
 		&SessionApprovalPolicyList{},
+		// Served by sessions/recordings as JSON, never stored: no
+		// internal version.
+		&SessionRecordingList{},
+		&SessionRequestLog{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -71,6 +71,26 @@ func (in LockSubject) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RecordedSession) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.RecordedSession"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RecordingInfo) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.RecordingInfo"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RecordingManifest) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.RecordingManifest"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RequestLogEntry) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.RequestLogEntry"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SecretKeyReference"
 }
@@ -151,6 +171,21 @@ func (in SessionProxyOptions) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionRecording) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionRecording"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionRecordingList) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionRecordingList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SessionRequestLog) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.SessionRequestLog"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SessionScope) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.SessionScope"
 }
@@ -178,4 +213,9 @@ func (in SessionTarget) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ShootReference) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.ShootReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in TruncatedField) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.TruncatedField"
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 )
 
@@ -56,7 +57,8 @@ var (
 	_ rest.Storage   = &RecordingsREST{}
 )
 
-// Kinds of what sessions/recordings answers with.
+// Kinds of what sessions/recordings answers with: v1alpha1's
+// SessionRecordingList and SessionRequestLog.
 const (
 	RecordingListKind = "SessionRecordingList"
 	RequestLogKind    = "SessionRequestLog"
@@ -101,9 +103,12 @@ func (r *RecordingsREST) Connect(ctx context.Context, name string, opts runtime.
 	var err error
 	switch parts := strings.Split(path, "/"); {
 	case path == "":
-		var items []recording.StreamSummary
-		items, err = r.reader.Streams(ctx, namespace, name)
-		body = list(RecordingListKind, items)
+		list := &v1alpha1.SessionRecordingList{TypeMeta: metav1.TypeMeta{Kind: RecordingListKind, APIVersion: v1alpha1.SchemeGroupVersion.String()}}
+		list.Items, err = r.reader.Streams(ctx, namespace, name)
+		if list.Items == nil {
+			list.Items = []v1alpha1.SessionRecording{}
+		}
+		body = list
 	case path == "requests":
 		return r.requestLog(namespace, name, responder), nil
 	case len(parts) == 2 && parts[0] == "streams":
@@ -155,7 +160,7 @@ func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, re
 			return
 		}
 		w.Header().Set("Content-Type", CastContentType)
-		if v := cast.Verification(); v != recording.Verified {
+		if v := cast.Verification(); v != v1alpha1.RecordingVerified {
 			klog.InfoS("Recording read although not verified", "session", klog.KRef(namespace, name), "stream", stream, "verification", v)
 			warning.AddWarning(req.Context(), "", "recording "+stream+" is "+v)
 		}
@@ -208,14 +213,6 @@ func flusher(w http.ResponseWriter) func() {
 	return func() { _ = rc.Flush() }
 }
 
-// list wraps items as a list of kind, in the API's group and version.
-func list[T any](kind string, items []T) map[string]any {
-	if items == nil {
-		items = []T{}
-	}
-	return map[string]any{"kind": kind, "apiVersion": clustergate.GroupName + "/v1alpha1", "items": items}
-}
-
 // requestLog writes the request log as a list whose items are written as
 // they are read, so that a log of any length never sits in the server's
 // memory whole. Like a Kubernetes list it takes limit and continue and
@@ -237,10 +234,11 @@ func (r *RecordingsREST) requestLog(namespace, name string, responder rest.Respo
 		}
 		sent := &sentWriter{w: w}
 		out := bufio.NewWriterSize(sent, 32<<10)
-		fmt.Fprintf(out, `{"kind":%q,"apiVersion":%q,"items":[`, RequestLogKind, clustergate.GroupName+"/v1alpha1")
+		// A v1alpha1.SessionRequestLog, its items written as they are read.
+		fmt.Fprintf(out, `{"kind":%q,"apiVersion":%q,"items":[`, RequestLogKind, v1alpha1.SchemeGroupVersion.String())
 		enc := json.NewEncoder(out)
 		first := true
-		next, err := r.reader.Requests(req.Context(), namespace, name, limit, query.Get("continue"), func(entry *recording.Request) error {
+		next, err := r.reader.Requests(req.Context(), namespace, name, limit, query.Get("continue"), func(entry *v1alpha1.RequestLogEntry) error {
 			if !first {
 				_ = out.WriteByte(',')
 			}
@@ -277,7 +275,7 @@ func (r *RecordingsREST) followRequestLog(namespace, name string, w http.Respons
 	flush()
 	out := bufio.NewWriterSize(w, 32<<10)
 	enc := json.NewEncoder(out)
-	err := r.reader.FollowRequests(req.Context(), namespace, name, func(entry *recording.Request) error { return enc.Encode(entry) }, func() {
+	err := r.reader.FollowRequests(req.Context(), namespace, name, func(entry *v1alpha1.RequestLogEntry) error { return enc.Encode(entry) }, func() {
 		_ = out.Flush()
 		flush()
 	})

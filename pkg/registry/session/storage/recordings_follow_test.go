@@ -20,6 +20,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
@@ -138,7 +139,7 @@ func TestFollowRecordedStream(t *testing.T) {
 			}
 			rec := recording.New(recording.Config{Store: written, Mode: recording.ModeBestEffort, Replica: "a",
 				FlushInterval: 10 * time.Millisecond, Keys: followKeys})
-			s, err := rec.OpenStream(context.Background(), recording.StreamInfo{Session: recordedSession, Subresource: "exec"})
+			s, err := rec.OpenStream(context.Background(), v1alpha1.RecordingInfo{RecordedSession: recordedSession, Subresource: "exec"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +152,7 @@ func TestFollowRecordedStream(t *testing.T) {
 			reader := &recording.Reader{Store: local, Keys: followKeys, FollowPoll: 5 * time.Millisecond}
 			for {
 				// The live mark is written as the recording starts.
-				if c, err := reader.OpenCast(context.Background(), "sre", "fix", s.ID(), false); err == nil && c.Verification() == recording.Live {
+				if c, err := reader.OpenCast(context.Background(), "sre", "fix", s.ID(), false); err == nil && c.Verification() == v1alpha1.RecordingLive {
 					break
 				}
 				time.Sleep(time.Millisecond)
@@ -253,7 +254,7 @@ func TestFollowRequestLog(t *testing.T) {
 	}
 	lines := readLines(resp.Body)
 	for i := range 3 {
-		var entry recording.Request
+		var entry v1alpha1.RequestLogEntry
 		if line := lines.waitFor(t, "{"); json.Unmarshal([]byte(line), &entry) != nil || entry.Path != "/api/v1/namespaces/n"+string(rune('0'+i)) {
 			t.Errorf("entry %d: %s", i, line)
 		}
@@ -262,7 +263,7 @@ func TestFollowRequestLog(t *testing.T) {
 	runCtx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go rec.Run(runCtx)
-	rec.LogRequest(recordedSession, recording.Request{Time: time.Now(), Method: "DELETE", Path: "/later", Status: 200})
+	rec.LogRequest(recordedSession, v1alpha1.RequestLogEntry{Time: time.Now(), Method: "DELETE", Path: "/later", Status: 200})
 	lines.waitFor(t, `"path":"/later"`)
 	cancel()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {

@@ -25,6 +25,7 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
@@ -50,7 +51,7 @@ func (r *statusResponder) Error(err error) {
 	_ = json.NewEncoder(r.w).Encode(status.Status())
 }
 
-var recordedSession = recording.Session{Namespace: "sre", Name: "fix", UID: "uid-1", Owner: "alice"}
+var recordedSession = v1alpha1.RecordedSession{Namespace: "sre", Name: "fix", UID: "uid-1", Owner: "alice"}
 
 // requestLogServer serves sessions/fix/recordings/requests in sre from
 // dir's store.
@@ -92,20 +93,13 @@ func logRequests(t testing.TB, dir string, n, flushEvery, uaBytes int) {
 	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 	ua := strings.Repeat("u", uaBytes)
 	for i := range n {
-		rec.LogRequest(recordedSession, recording.Request{Time: at.Add(time.Duration(i) * time.Millisecond), Method: "GET",
+		rec.LogRequest(recordedSession, v1alpha1.RequestLogEntry{Time: at.Add(time.Duration(i) * time.Millisecond), Method: "GET",
 			Path: fmt.Sprintf("/api/v1/namespaces/n%d", i), Status: 200, Duration: "1ms", UserAgent: ua})
 		if i%flushEvery == flushEvery-1 {
 			flush()
 		}
 	}
 	flush()
-}
-
-// requestLogPage is what one read of the request log answers.
-type requestLogPage struct {
-	Kind, APIVersion string
-	Items            []recording.Request
-	Metadata         metav1.ListMeta
 }
 
 func getRequestLog(srv *httptest.Server, query url.Values) (int, []byte, error) {
@@ -143,7 +137,7 @@ func TestRequestLogPages(t *testing.T) {
 				if err != nil || code != http.StatusOK {
 					t.Fatalf("page %d: %d %s %v", pages, code, body, err)
 				}
-				var page requestLogPage
+				var page v1alpha1.SessionRequestLog
 				if err := json.Unmarshal(body, &page); err != nil {
 					t.Fatalf("page %d: %v: %s", pages, err, body)
 				}
@@ -153,7 +147,7 @@ func TestRequestLogPages(t *testing.T) {
 				for _, r := range page.Items {
 					seen[r.Path]++
 				}
-				next = page.Metadata.Continue
+				next = page.Continue
 			}
 			if pages != tt.pages {
 				t.Errorf("%d pages, want %d", pages, tt.pages)
@@ -185,7 +179,7 @@ func TestRequestLogReadError(t *testing.T) {
 			return err == nil && code == http.StatusInternalServerError && strings.Contains(string(body), "line 2")
 		}},
 		{"an aborted answer", 2000, func(code int, body []byte, err error) bool {
-			var page requestLogPage
+			var page v1alpha1.SessionRequestLog
 			return err != nil || json.Unmarshal(body, &page) != nil
 		}},
 	}

@@ -19,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/recording/store"
 )
@@ -52,7 +53,7 @@ func TestRecordedStreamVerification(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort, Keys: keys})
-			s, err := rec.OpenStream(ctx, recording.StreamInfo{Session: recording.Session{Namespace: "sre", Name: "fix", UID: "u1"}, Subresource: "exec"})
+			s, err := rec.OpenStream(ctx, v1alpha1.RecordingInfo{RecordedSession: v1alpha1.RecordedSession{Namespace: "sre", Name: "fix", UID: "u1"}, Subresource: "exec"})
 			if err != nil {
 				t.Fatal(err)
 			}
