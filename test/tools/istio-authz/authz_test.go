@@ -44,8 +44,8 @@ const (
 	component        = "../../../artifacts/components/data-plane"
 	serverDeployment = "../../../artifacts/server/deployment.yaml"
 	// goldenPolicies are the server's per-session policies
-	// (TestDesiredPolicyGolden in cmd/clustergate-apiserver/app keeps them).
-	goldenPolicies = "../../../cmd/clustergate-apiserver/app/testdata/authorizationpolicies.yaml"
+	// (TestDesiredPolicyGolden in pkg/apiserver keeps them).
+	goldenPolicies = "../../../pkg/apiserver/testdata/authorizationpolicies.yaml"
 )
 
 // Ports of the cases.
@@ -431,7 +431,7 @@ func readFile(t *testing.T, file string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) && file == goldenPolicies {
-		t.Fatalf("%s is missing: UPDATE_GOLDEN=1 go test -tags=fieldsv1string -run TestDesiredPolicyGolden ./cmd/clustergate-apiserver/app/ writes it", file)
+		t.Fatalf("%s is missing: UPDATE_GOLDEN=1 go test -tags=fieldsv1string -run TestDesiredPolicyGolden ./pkg/apiserver/ writes it", file)
 	}
 	if err != nil {
 		t.Fatal(err)
