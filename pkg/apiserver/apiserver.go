@@ -61,6 +61,11 @@ func init() {
 // files: SessionKubeconfig.CAData, SessionKubeconfig.DataPlaneCAData,
 // SessionKubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.IstioPolicy.Issuers.
 type ExtraConfig struct {
+	// Namespace is the server's own namespace in the core cluster: it holds
+	// the sessions' credentials and the kubeconfigs of cluster targets, and
+	// by default the controllers' Lease. NewConfig passes it down to the
+	// parts that need it.
+	Namespace string
 	// SessionLimits bound the Sessions users may create. Its access groups
 	// are SessionAccess's levels.
 	SessionLimits validation.SessionLimits
@@ -80,8 +85,9 @@ type ExtraConfig struct {
 	// address. Its AuthenticationConfiguration also says how its issuers
 	// name users.
 	DataPlane dataplane.Config
-	// Controllers configures the controllers; Controllers.Sessions.Namespace
-	// is the server's own namespace, which holds the sessions' credentials.
+	// Controllers configures the controllers; NewConfig sets
+	// Controllers.Sessions.Namespace, and an empty LeaseNamespace, to
+	// Namespace.
 	Controllers controllers.Options
 	// ClientQPS and ClientBurst bound the requests of the controllers and
 	// of the credentials cache.

@@ -72,6 +72,7 @@ func NewConfig(opts *genericoptions.RecommendedOptions, extra ExtraConfig) (*Con
 	serverConfig.LoopbackClientConfig.DisableCompression = true
 	addFrontProxyReadyzCheck(serverConfig)
 	serverConfig.LongRunningFunc = LongRunning
+	extra.passNamespaceDown()
 	if err := extra.readFiles(); err != nil {
 		return nil, err
 	}
@@ -135,6 +136,16 @@ func dataPlaneIssuers(cfg dataplane.Config) ([]dataplane.Issuer, error) {
 		return nil, err
 	}
 	return dataplane.Issuers(authn), nil
+}
+
+// passNamespaceDown gives the server's namespace to the controllers: the
+// sessions controller keeps credentials there, and the Lease goes there
+// unless another namespace is given.
+func (c *ExtraConfig) passNamespaceDown() {
+	c.Controllers.Sessions.Namespace = c.Namespace
+	if c.Controllers.LeaseNamespace == "" {
+		c.Controllers.LeaseNamespace = c.Namespace
+	}
 }
 
 // readFiles fills in what the settings hold in files: the CA bundles of

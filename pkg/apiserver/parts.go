@@ -68,7 +68,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 	}
 	// Only the credentials Secrets of the server's namespace: the cache
 	// must not hold every Secret of a control plane.
-	namespace := extra.Controllers.Sessions.Namespace
+	namespace := extra.Namespace
 	p.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
 		informers.WithTransform(controllerutil.SlimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))

@@ -58,6 +58,31 @@ type Options struct {
 	LockRetention time.Duration
 }
 
+// DefaultOptions are the controllers' settings: elected leader, expired
+// SessionLocks kept a week. The server passes its namespace down to
+// Sessions.Namespace and, unless given, LeaseNamespace.
+func DefaultOptions() Options {
+	return Options{
+		Gardener:                   gardener.DefaultConfig(),
+		GardenerClusterKubeconfigs: gardenerclusterkubeconfigs.DefaultOptions(),
+		Sessions:                   sessions.DefaultOptions(),
+		LeaderElect:                true,
+		LockRetention:              7 * 24 * time.Hour,
+	}
+}
+
+// Validate checks the options of every controller, naming the flags that
+// give them.
+func (o Options) Validate() []error {
+	errs := o.Gardener.Validate()
+	errs = append(errs, o.GardenerClusterKubeconfigs.Validate()...)
+	errs = append(errs, o.Sessions.Validate()...)
+	if o.LockRetention < 0 {
+		errs = append(errs, fmt.Errorf("--session-lock-retention may not be negative"))
+	}
+	return errs
+}
+
 // Config is what the controllers run with: their options and the clients
 // and caches the server built.
 type Config struct {

@@ -45,6 +45,21 @@ type Config struct {
 	ProbeInterval time.Duration
 }
 
+// DefaultConfig is the pace and the probe that a few thousand objects need
+// of Gardener; no project, so the kubeconfig controller is off.
+func DefaultConfig() Config {
+	return Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second}
+}
+
+// Validate checks the settings, naming the flags that give them.
+func (c Config) Validate() []error {
+	var errs []error
+	if c.Project != "" && c.Kubeconfig == "" {
+		errs = append(errs, fmt.Errorf("--gardener-kubeconfig is required with --gardener-project"))
+	}
+	return errs
+}
+
 // AccessLevel is a level of access Gardener grants on a Shoot.
 type AccessLevel string
 

@@ -47,6 +47,12 @@ type Limits struct {
 	PerOwner   int
 }
 
+// DefaultLimits let a session hold 100 requests at once on a replica, and
+// an owner 250 across their sessions: many watches, never a flood.
+func DefaultLimits() Limits {
+	return Limits{PerSession: 100, PerOwner: 250}
+}
+
 // Tracker tracks the open connections of every session on this replica.
 type Tracker struct {
 	clock  clock.WithDelayedExecution

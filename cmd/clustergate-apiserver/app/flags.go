@@ -57,7 +57,7 @@ func (o *Options) addSessionFlags(fss *cliflag.NamedFlagSets) {
 	fs.IntVar(&session.Workers, "session-workers", session.Workers, "Sessions handled in parallel.")
 	fs.DurationVar(&session.OrphanSweepInterval, "session-orphan-sweep-interval", session.OrphanSweepInterval,
 		"How often the controllers' leader removes, from the targets it knows, the RoleBindings of scoped Sessions that no longer exist (also when it starts leading).")
-	fs.StringVar(&session.Namespace, "namespace", session.Namespace,
+	fs.StringVar(&o.Server.Namespace, "namespace", o.Server.Namespace,
 		"The server's own namespace in the core cluster: session credentials and the kubeconfig Secrets of cluster targets live there (default: $POD_NAMESPACE or clustergate-system).")
 
 	fs = fss.FlagSet("session lifecycle")
@@ -145,5 +145,5 @@ func (o *Options) addControllerFlags(fss *cliflag.NamedFlagSets) {
 		"Requests per second of the controllers to the core cluster and to the server's own API (client-go's default of 5 would throttle thousands of objects).")
 	fs.IntVar(&o.Server.ClientBurst, "controller-burst", o.Server.ClientBurst, "Burst of --controller-qps.")
 	fs.BoolVar(&c.LeaderElect, "leader-elect", c.LeaderElect, "Run the controllers that write on one replica, elected with a Lease in the core cluster.")
-	fs.StringVar(&c.LeaseNamespace, "leader-election-namespace", c.LeaseNamespace, "Namespace of the controllers' Lease.")
+	fs.StringVar(&c.LeaseNamespace, "leader-election-namespace", c.LeaseNamespace, "Namespace of the controllers' Lease (default: --namespace).")
 }

@@ -8,12 +8,9 @@ package app
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -25,7 +22,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
-	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
 
@@ -70,6 +66,7 @@ func NewOptions() *Options {
 	policy := validation.DefaultSessionLimits()
 	o := &Options{
 		RecommendedOptions:  apiserver.NewRecommendedOptions(),
+		Server:              apiserver.DefaultExtraConfig(serverNamespace()),
 		DataDir:             "clustergate-data",
 		SessionMinTTL:       policy.MinTTL,
 		SessionMaxTTL:       policy.MaxTTL,
@@ -77,22 +74,6 @@ func NewOptions() *Options {
 		SessionLifecycle:    validation.SessionLimits{ApprovalTimeout: policy.ApprovalTimeout, LastUsedInterval: policy.LastUsedInterval},
 		istioSelector:       "istio=clustergate-data-plane",
 	}
-	// Field by field: the settings' types belong to the server's parts,
-	// which the command leaves to pkg/apiserver.
-	s := &o.Server
-	s.SessionMaxPerOwner = 5
-	s.ProxyLimits.PerSession, s.ProxyLimits.PerOwner = 100, 250
-	s.ClientQPS, s.ClientBurst = 100, 200
-	c := &s.Controllers
-	c.Gardener = gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second}
-	c.GardenerClusterKubeconfigs.RotationRatio, c.GardenerClusterKubeconfigs.ConflictRecheck, c.GardenerClusterKubeconfigs.GardenerRetry = 0.6, 5*time.Minute, 5*time.Minute
-	c.GardenerClusterKubeconfigs.Expiration, c.GardenerClusterKubeconfigs.Workers = 24*time.Hour, 10
-	c.Sessions.CSRPoll, c.Sessions.RetryAfter = 2*time.Second, 30*time.Second
-	c.Sessions.Namespace, c.Sessions.IstioPolicy.Port, c.Sessions.Workers = serverNamespace(), 8444, 10
-	c.Sessions.OrphanSweepInterval = 5 * time.Minute // the controller's own default
-	c.LeaderElect, c.LeaseNamespace = true, serverNamespace()
-	c.LockRetention = 7 * 24 * time.Hour
-	o.defaultRecording()
 	return o
 }
 
@@ -144,7 +125,6 @@ func (o *Options) Complete() error {
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	s, c := &o.Server, &o.Server.Controllers
 	errs := o.RecommendedOptions.Validate()
 	if err := o.sessionLimits().Validate(); err != nil {
 		errs = append(errs, err)
@@ -158,77 +138,11 @@ func (o *Options) Validate() error {
 	if o.embeddedEtcdURL != "" && o.DataDir == "" {
 		errs = append(errs, fmt.Errorf("--data-dir is required when --etcd-servers is empty"))
 	}
-	if c.Gardener.Project != "" && c.Gardener.Kubeconfig == "" {
-		errs = append(errs, fmt.Errorf("--gardener-kubeconfig is required with --gardener-project"))
-	}
-	if r := c.GardenerClusterKubeconfigs.RotationRatio; r <= 0 || r >= 1 {
-		errs = append(errs, fmt.Errorf("--kubeconfig-rotation-ratio must lie between 0 and 1, got %v", r))
-	}
-	if c.GardenerClusterKubeconfigs.Expiration < gardener.MinExpiration {
-		errs = append(errs, fmt.Errorf("--kubeconfig-expiration must be at least %s", gardener.MinExpiration))
-	}
-	if c.Sessions.IstioPolicy.Namespace != "" {
-		if s.DataPlane.AuthenticationConfigFile == "" {
-			errs = append(errs, fmt.Errorf("--istio-namespace needs --data-plane-authentication-config: the policies match its issuers and claims"))
-		}
-		if p := c.Sessions.IstioPolicy.Port; p < 1 || p > 65535 {
-			errs = append(errs, fmt.Errorf("--istio-gateway-port must be a port, got %d", p))
-		} else if p == o.RecommendedOptions.SecureServing.BindPort || strings.HasSuffix(s.DataPlane.Address, ":"+strconv.Itoa(p)) {
-			// Where Istio drops a DENY rule's HTTP conditions the port
-			// remains: on a port of the server's own, a policy that
-			// selected the server by mistake would cut it off.
-			errs = append(errs, fmt.Errorf("--istio-gateway-port %d is a port the server listens on; the gateway's data-plane port must be another", p))
-		}
-	}
 	if _, err := labels.ConvertSelectorToLabelsMap(o.istioSelector); err != nil || o.istioSelector == "" {
 		errs = append(errs, fmt.Errorf("--istio-workload-selector must be key=value pairs: %q", o.istioSelector))
 	}
-	if c.Sessions.OrphanSweepInterval < time.Second {
-		errs = append(errs, fmt.Errorf("--session-orphan-sweep-interval must be at least 1s"))
-	}
-	if c.LockRetention < 0 {
-		errs = append(errs, fmt.Errorf("--session-lock-retention may not be negative"))
-	}
-	if s.SessionMaxPerOwner < 0 {
-		errs = append(errs, fmt.Errorf("--session-max-per-owner may not be negative"))
-	}
-	if s.ProxyLimits.PerSession < 0 || s.ProxyLimits.PerOwner < 0 {
-		errs = append(errs, fmt.Errorf("proxy limits may not be negative"))
-	}
-	if s.SessionKubeconfig.ExternalURL != "" {
-		if u, err := url.Parse(s.SessionKubeconfig.ExternalURL); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--external-url must be an https URL, got %q", s.SessionKubeconfig.ExternalURL))
-		}
-	}
-	if s.DataPlane.Address != "" || s.DataPlane.AuthenticationConfigFile != "" {
-		if err := apiserver.ValidateDataPlaneAuthentication(s.DataPlane); err != nil {
-			errs = append(errs, fmt.Errorf("--data-plane-authentication-config: %w", err))
-		}
-	}
-	if (s.DataPlane.TLSCertFile == "") != (s.DataPlane.TLSKeyFile == "") {
-		errs = append(errs, fmt.Errorf("--data-plane-tls-cert-file and --data-plane-tls-private-key-file go together"))
-	}
-	if s.SessionKubeconfig.DataPlaneURL != "" {
-		if u, err := url.Parse(s.SessionKubeconfig.DataPlaneURL); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--data-plane-external-url must be an https URL, got %q", s.SessionKubeconfig.DataPlaneURL))
-		}
-		// Without a plugin that fetches the owner's JWT, a data-plane
-		// kubeconfig would have to be completed with whatever credentials
-		// its user has at hand, which are meant for another server.
-		if s.SessionKubeconfig.ExecCommand == "" {
-			errs = append(errs, fmt.Errorf("--data-plane-external-url needs --kubeconfig-exec-command: data-plane kubeconfigs get their JWT from it"))
-		}
-		if s.DataPlane.AuthenticationConfigFile == "" {
-			errs = append(errs, fmt.Errorf("--data-plane-external-url needs --data-plane-authentication-config: whose issuers name an owner decides whether its kubeconfig points at the data plane"))
-		}
-	}
-	if s.ClientQPS <= 0 || s.ClientBurst < 1 {
-		errs = append(errs, fmt.Errorf("--controller-qps and --controller-burst must be positive"))
-	}
-	if c.GardenerClusterKubeconfigs.Workers < 1 || c.Sessions.Workers < 1 {
-		errs = append(errs, fmt.Errorf("--kubeconfig-workers and --session-workers must be at least 1"))
-	}
-	errs = append(errs, o.validateRecording()...)
+	errs = append(errs, o.Server.Validate(o.RecommendedOptions.SecureServing.BindPort)...)
+	errs = append(errs, o.validateRecordingDir()...)
 	return utilerrors.NewAggregate(errs)
 }
 
@@ -277,7 +191,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	serving := o.RecommendedOptions.SecureServing
 	serving.ServerCert.CertDirectory = o.certDirectory()
 	// The aggregator dials an APIService's Service by its cluster DNS name.
-	service := "clustergate." + o.Server.Controllers.Sessions.Namespace + ".svc"
+	service := "clustergate." + o.Server.Namespace + ".svc"
 	if err := serving.MaybeDefaultWithSelfSignedCerts("localhost", []string{service, service + ".cluster.local"},
 		[]net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
 		return nil, fmt.Errorf("creating self-signed certificates: %w", err)

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strings"
-	"time"
 
 	cliflag "k8s.io/component-base/cli/flag"
 
@@ -52,12 +50,6 @@ func (o *Options) addRecordingFlags(fss *cliflag.NamedFlagSets) {
 // --recording-manifest-key-file.
 const manifestKeyFile = "recording-manifest.key"
 
-// defaultRecording sets the defaults of the recording flags.
-func (o *Options) defaultRecording() {
-	r := &o.Server.Recording
-	r.Mode, r.Retention, r.FlushInterval = recording.ModeBestEffort, 90*24*time.Hour, recording.DefaultFlushInterval
-}
-
 // completeRecording puts the recordings under --data-dir unless told, and
 // the manifest key of a local store there when none is given.
 func (o *Options) completeRecording() {
@@ -70,30 +62,6 @@ func (o *Options) completeRecording() {
 	}
 }
 
-// validateRecording checks the recording flags.
-func (o *Options) validateRecording() []error {
-	r := o.Server.Recording
-	var errs []error
-	if !slices.Contains(recording.Modes, r.Mode) {
-		errs = append(errs, fmt.Errorf("--recording must be one of %v, got %q", recording.Modes, r.Mode))
-	}
-	if r.Retention < 0 || r.FlushInterval <= 0 {
-		errs = append(errs, fmt.Errorf("--recording-retention may not be negative and --recording-flush-interval must be positive"))
-	}
-	if r.Mode == recording.ModeOff {
-		return errs
-	}
-	if r.S3.Endpoint != "" {
-		errs = append(errs, r.S3.Validate()...)
-		if len(r.ManifestKeyFiles) == 0 {
-			errs = append(errs, fmt.Errorf("--recording-manifest-key-file is required with --recording-s3-endpoint: "+
-				"every replica must verify the recordings the others signed, with the same keys"))
-		}
-		return errs
-	}
-	return append(errs, o.validateRecordingDir()...)
-}
-
 // validateRecordingDir refuses a --recording-dir that holds what the
 // server keeps elsewhere: --data-dir (it, or a directory that contains
 // it), the embedded etcd's and the serving certificates' directories in
@@ -102,7 +70,7 @@ func (o *Options) validateRecording() []error {
 // are followed.
 func (o *Options) validateRecordingDir() []error {
 	r := o.Server.Recording
-	if r.Dir == "" || o.DataDir == "" {
+	if r.Mode == recording.ModeOff || r.S3.Endpoint != "" || r.Dir == "" || o.DataDir == "" {
 		// Not completed, or no --data-dir to keep apart from.
 		return nil
 	}
