@@ -364,9 +364,11 @@ func statusFor(err error, t Target) error {
 // claims: the target sees only the session's credentials.
 func stripCallerCredentials(h http.Header) {
 	for name := range h {
+		canonical := http.CanonicalHeaderKey(name)
 		for _, prefix := range strippedHeaderPrefixes {
-			if strings.HasPrefix(http.CanonicalHeaderKey(name), prefix) {
-				h.Del(name)
+			if strings.HasPrefix(canonical, prefix) {
+				delete(h, name)
+				break
 			}
 		}
 	}
