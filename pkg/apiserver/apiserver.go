@@ -154,7 +154,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil, err
 	}
 
-	parts, err := c.newParts()
+	parts, err := c.newParts(genericServer)
 	if err != nil {
 		return nil, err
 	}

@@ -35,10 +35,14 @@ import (
 
 // parts are what the server runs besides its storage: the connection tracker of this
 // replica's proxied requests, the cache of the sessions' credentials it
-// reaches targets with, and, once it serves, the caches of its own objects,
-// the object metrics and the controllers.
+// reaches targets with, the caches of its own objects, and, once it
+// serves, the object metrics and the controllers.
 type parts struct {
 	tracker *proxy.Tracker
+	// client reaches the server's own API; informers cache its objects,
+	// one informer per kind, started once it serves.
+	client    versioned.Interface
+	informers clustergateinformers.SharedInformerFactory
 	// recorder records sessions (nil when off); recordings reads them back.
 	recorder   *recording.Recorder
 	recordings recording.Reader
@@ -47,11 +51,19 @@ type parts struct {
 	credentials         *credentials.Source
 }
 
-// newParts builds the parts the storage needs before the server exists.
-func (c CompletedConfig) newParts() (*parts, error) {
+// newParts builds the parts the storage needs, before server serves.
+func (c CompletedConfig) newParts(server *genericapiserver.GenericAPIServer) (*parts, error) {
 	extra := c.ExtraConfig
 	p := &parts{tracker: proxy.NewTracker(clock.RealClock{}, extra.ProxyLimits)}
 	var err error
+	// Protobuf: the caches decode every object and every change of it,
+	// and decoding JSON allocates far more.
+	if p.client, err = versioned.NewForConfig(controllerutil.Protobuf(server.LoopbackClientConfig)); err != nil {
+		return nil, err
+	}
+	// sessions/proxy reads the session of every request from its informer.
+	p.informers = clustergateinformers.NewSharedInformerFactoryWithOptions(p.client, 0,
+		clustergateinformers.WithTransform(controllerutil.SlimForCache))
 	if p.recorder, p.recordings, err = extra.Recording.newRecording(); err != nil {
 		return nil, err
 	}
@@ -78,7 +90,7 @@ func (c CompletedConfig) newParts() (*parts, error) {
 
 // proxyConfig is what sessions/proxy and sessions/kubeconfig need.
 func (p *parts) proxyConfig(kc sessionstorage.KubeconfigOptions) sessionstorage.ProxyConfig {
-	cfg := sessionstorage.ProxyConfig{Tracker: p.tracker, Kubeconfig: kc}
+	cfg := sessionstorage.ProxyConfig{Tracker: p.tracker, Kubeconfig: kc, Sessions: p.informers.Clustergate().V1alpha1().Sessions()}
 	if p.recorder != nil {
 		cfg.Recordings = &p.recordings
 	}
@@ -93,17 +105,10 @@ func (p *parts) proxyConfig(kc sessionstorage.KubeconfigOptions) sessionstorage.
 // leader); and that every replica ends its own proxied requests when their
 // sessions end.
 func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraConfig, core *restclient.Config, sessionProxy dataplane.Opener) error {
-	// Protobuf: the caches decode every object and every change of it,
-	// and decoding JSON allocates far more.
-	client, err := versioned.NewForConfig(controllerutil.Protobuf(server.LoopbackClientConfig))
-	if err != nil {
-		return err
-	}
 	// Every replica records the last use of the sessions it serves, at
 	// most once an interval per session across the replicas.
-	p.tracker.RecordLastUse(extra.SessionLimits.LastUseInterval(), lastUseWriter(client))
-	factory := clustergateinformers.NewSharedInformerFactoryWithOptions(client, 0,
-		clustergateinformers.WithTransform(controllerutil.SlimForCache))
+	p.tracker.RecordLastUse(extra.SessionLimits.LastUseInterval(), lastUseWriter(p.client))
+	factory := p.informers
 	sessionInformer := factory.Clustergate().V1alpha1().Sessions()
 	kubeconfigInformer := factory.Clustergate().V1alpha1().GardenerClusterKubeconfigs()
 	locks := factory.Clustergate().V1alpha1().SessionLocks()

@@ -52,8 +52,10 @@ func run(m *testing.M) int {
 		RepoRoot: root,
 		Logf:     func(format string, args ...any) { fmt.Printf("e2e: "+format+"\n", args...) },
 		// Replicas share the garden etcd, so a test can add one.
-		SharedEtcd:          true,
-		ClustergateArgs:     lifecycleArgs,
+		SharedEtcd: true,
+		// The proxy's log line of each proxied request, which tests read
+		// (a replica with a request log logs an ordinary request's at -v=4).
+		ClustergateArgs:     append(lifecycleArgs, "--vmodule=handler=4"),
 		SessionAccessConfig: accessConfig,
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	listers "github.com/clustergate/clustergate/pkg/generated/listers/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/ownership"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/registry/session"
@@ -41,10 +42,23 @@ type Backends interface {
 // ProxyREST serves sessions/proxy: the owner's requests, streamed to the
 // session's target with the credentials the server minted.
 type ProxyREST struct {
-	store    *genericregistry.Store
+	store *genericregistry.Store
+	// sessions and synced are the tracker's informer of sessions; nil
+	// reads every session from the store.
+	sessions listers.SessionLister
+	synced   func() bool
 	backends Backends
 	tracker  *proxy.Tracker
 	clock    clock.PassiveClock
+}
+
+// newProxyREST returns the proxy of the sessions of store, as cfg says.
+func newProxyREST(store *genericregistry.Store, cfg ProxyConfig) *ProxyREST {
+	r := &ProxyREST{store: store, backends: cfg.Backends, tracker: cfg.Tracker, clock: clock.RealClock{}}
+	if cfg.Sessions != nil {
+		r.sessions, r.synced = cfg.Sessions.Lister(), cfg.Sessions.Informer().HasSynced
+	}
+	return r
 }
 
 var (
@@ -92,18 +106,10 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the path through the proxy may not have a %q segment", segment))
 		}
 	}
-	// From the watch cache, not a quorum read per request: the registry,
-	// fed by a watch on sessions, ends connections of sessions that end.
-	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
-	if apierrors.IsNotFound(err) {
-		// The cache may not have caught up with a session created a moment
-		// ago: ask etcd before saying it does not exist.
-		obj, err = r.store.Get(ctx, name, &metav1.GetOptions{})
-	}
+	s, err := r.session(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	s := obj.(*clustergate.Session)
 	if err := r.check(ctx, s); err != nil {
 		return nil, err
 	}
@@ -145,6 +151,42 @@ func (r *ProxyREST) Open(ctx context.Context, name, path string, way proxy.Way, 
 		target.LastUsedAt = s.Status.LastUsedAt.Time
 	}
 	return r.tracker.Handler(target, path, responder), nil
+}
+
+// session reads the session name of ctx's namespace for a request. It is
+// read from the tracker's own informer, not the storage: no decode, no
+// copy, no filter of the generic store per request. That is as safe as the
+// watch cache: the informer is what ends the connections of a session that
+// ends, so a request admitted on an older read of it is ended as the change
+// reaches the informer (or refused by the tracker's tombstone, if that
+// came first), and the informer follows the watch cache of this same
+// process, a loopback hop behind. What the informer does not hold yet (a
+// session created a moment ago, or any before its first list) is read from
+// the storage.
+func (r *ProxyREST) session(ctx context.Context, name string) (*clustergate.Session, error) {
+	if r.sessions != nil && r.synced() {
+		cached, err := r.sessions.Sessions(genericapirequest.NamespaceValue(ctx)).Get(name)
+		if err == nil {
+			// A shallow copy: the internal and versioned types share their
+			// layout below the object, and nothing here writes to it.
+			s := &clustergate.Session{}
+			if err := v1alpha1.Convert_v1alpha1_Session_To_clustergate_Session(cached, s, nil); err != nil {
+				return nil, err
+			}
+			return s, nil
+		}
+	}
+	// From the watch cache, not a quorum read per request.
+	obj, err := r.store.Get(ctx, name, &metav1.GetOptions{ResourceVersion: "0"})
+	if apierrors.IsNotFound(err) {
+		// The cache may not have caught up with a session created a moment
+		// ago: ask etcd before saying it does not exist.
+		obj, err = r.store.Get(ctx, name, &metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*clustergate.Session), nil
 }
 
 // check refuses anyone but the owner, and sessions that cannot be used.

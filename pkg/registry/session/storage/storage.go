@@ -20,6 +20,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
+	sessioninformers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	"github.com/clustergate/clustergate/pkg/recording"
 	"github.com/clustergate/clustergate/pkg/registry/session"
@@ -48,6 +49,10 @@ type SessionStorage struct {
 type ProxyConfig struct {
 	// Tracker tracks the open connections of this replica.
 	Tracker *proxy.Tracker
+	// Sessions is this replica's informer of Sessions, the one that ends
+	// the tracker's connections, which sessions/proxy reads the session
+	// of each request from; nil reads it from the storage.
+	Sessions sessioninformers.SessionInformer
 	// Backends finds how to reach a session's target; nil when the server
 	// keeps no credentials (standalone).
 	Backends Backends
@@ -112,7 +117,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 			what: "approve the session's request", refuses: approves},
 		Extension: &GrantREST{StatusREST: status.NewStatusREST(store, session.NewExtensionStrategy(strategy)), guard: guard,
 			what: "extend the session", refuses: extends},
-		Proxy:      &ProxyREST{store: store, backends: cfg.Proxy.Backends, tracker: cfg.Proxy.Tracker, clock: clock.RealClock{}},
+		Proxy:      newProxyREST(store, cfg.Proxy),
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
 		Recordings: &RecordingsREST{reader: cfg.Proxy.Recordings},
 	}, nil
