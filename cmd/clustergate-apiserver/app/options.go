@@ -82,6 +82,7 @@ func NewOptions() *Options {
 	s := &o.Server
 	s.SessionMaxPerOwner = 5
 	s.ProxyLimits.PerSession, s.ProxyLimits.PerOwner = 100, 250
+	s.ModeratorWait = 2 * time.Minute
 	s.ClientQPS, s.ClientBurst = 100, 200
 	c := &s.Controllers
 	c.Gardener = gardener.Config{QPS: 20, Burst: 40, Timeout: 30 * time.Second, ProbeInterval: 30 * time.Second}
@@ -194,6 +195,9 @@ func (o *Options) Validate() error {
 	}
 	if s.ProxyLimits.PerSession < 0 || s.ProxyLimits.PerOwner < 0 {
 		errs = append(errs, fmt.Errorf("proxy limits may not be negative"))
+	}
+	if s.ModeratorWait < time.Second {
+		errs = append(errs, fmt.Errorf("--session-moderator-wait must be at least 1s"))
 	}
 	if s.SessionKubeconfig.ExternalURL != "" {
 		if u, err := url.Parse(s.SessionKubeconfig.ExternalURL); err != nil || u.Scheme != "https" || u.Host == "" {
