@@ -19,7 +19,9 @@ import (
 func TestModeratorsObserve(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	skewed := t0.Add(-time.Hour) // the follower's replica's clock is off
-	mark := func(user string, at time.Duration) moderatorMark { return moderatorMark{User: user, Time: skewed.Add(at)} }
+	mark := func(user string, at time.Duration) moderatorMark {
+		return moderatorMark{User: user, Time: skewed.Add(at)}
+	}
 	steps := []struct {
 		at      time.Duration
 		marks   []moderatorMark

@@ -20,20 +20,13 @@ import (
 
 	"github.com/creack/pty"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/sessionaccess"
 	"github.com/clustergate/clustergate/test/utils/e2echeck"
 )
-
-// moderatedAccess is the access configuration of the replicas of
-// TestModeratedStreams: admin sessions need a moderator.
-const moderatedAccess = `apiVersion: config.clustergate.dev/v1alpha1
-kind: SessionAccessConfiguration
-levels:
-- {name: admin, group: admin, namespacedClusterRole: admin, moderated: true}
-- {name: viewer, group: viewer, namespacedClusterRole: view}
-`
 
 // moderatorWait is the replicas' --session-moderator-wait.
 const moderatorWait = 15 * time.Second
@@ -55,8 +48,20 @@ func TestModeratedStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s3.Stop() }()
+	// The control plane's levels, admin requiring a moderator.
+	levels, err := sessionaccess.Load(filepath.Join("..", "..", "_output", "e2e-audit", "session-access.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range levels.Levels {
+		levels.Levels[i].Moderated = levels.Levels[i].Name == sessionaccess.LevelAdmin
+	}
+	data, err := yaml.Marshal(levels)
+	if err != nil {
+		t.Fatal(err)
+	}
 	access := filepath.Join(t.TempDir(), "access.yaml")
-	if err := os.WriteFile(access, []byte(moderatedAccess), 0o600); err != nil {
+	if err := os.WriteFile(access, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	flags := []string{"--recording=required", "--recording-s3-endpoint=" + s3.Endpoint, "--recording-s3-bucket=" + s3.Bucket,
@@ -78,19 +83,21 @@ func TestModeratedStreams(t *testing.T) {
 	grant(t, ns, "carol", "clustergate:session-moderator")
 	// Holding the verb does not let the owner moderate her own session.
 	kubectl(t, "-n", ns, "create", "rolebinding", "sre-moderator", "--clusterrole=clustergate:session-moderator", "--user="+owner)
+	// The owner's own session through sessions/proxy, the other way in.
+	kubectl(t, "-n", ns, "create", "rolebinding", "sre-user", "--clusterrole=clustergate:session-user", "--user="+owner)
 	alice := dataPlaneKubeconfigAt(t, a.DataPlaneURL, ns, "moderated", "sre")
 	carol := replicaKubeconfig(t, b.URL, "carol", "")
 	ownerOnB := replicaKubeconfig(t, b.URL, owner, "")
 
 	t.Run("port-forward is refused", func(t *testing.T) {
 		out, err := cp.Kubectl(ctx, alice, nil, "-n", "default", "port-forward", "pod/moderated", ":8080")
-		if err == nil || !strings.Contains(string(out), "cannot be followed by a moderator") {
+		if err == nil || !strings.Contains(err.Error(), "cannot be followed by a moderator") {
 			t.Errorf("kubectl port-forward: %v %s", err, out)
 		}
 	})
 	t.Run("kubectl debug is refused", func(t *testing.T) {
 		out, err := cp.Kubectl(ctx, alice, nil, "-n", "default", "debug", "moderated", "--image=stand-in", "--", "cat")
-		if err == nil || !strings.Contains(string(out), "ephemeralcontainers cannot be followed by a moderator") {
+		if err == nil || !strings.Contains(err.Error(), "ephemeralcontainers cannot be followed by a moderator") {
 			t.Errorf("kubectl debug: %v %s", err, out)
 		}
 	})

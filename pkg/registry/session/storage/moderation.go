@@ -35,9 +35,9 @@ type moderators struct {
 	authorizer authorizer.Authorizer
 }
 
-// check returns the user in ctx when they may moderate session name of
-// ctx's namespace, and a Status that says why not otherwise.
-func (m moderators) check(ctx context.Context, name string) (user.Info, error) {
+// check returns the user in ctx when they may moderate session
+// namespace/name, and a Status that says why not otherwise.
+func (m moderators) check(ctx context.Context, namespace, name string) (user.Info, error) {
 	u, ok := genericapirequest.UserFrom(ctx)
 	if !ok {
 		return nil, apierrors.NewUnauthorized("no user")
@@ -45,7 +45,7 @@ func (m moderators) check(ctx context.Context, name string) (user.Info, error) {
 	if m.authorizer == nil || m.store == nil {
 		return nil, apierrors.NewServiceUnavailable("this server cannot tell who may moderate sessions")
 	}
-	obj, err := m.store.Get(ctx, name, &metav1.GetOptions{})
+	obj, err := m.store.Get(genericapirequest.WithNamespace(ctx, namespace), name, &metav1.GetOptions{})
 	if err != nil {
 		// Only a live session's streams are moderated.
 		return nil, err
@@ -131,11 +131,11 @@ func (r *ModerationREST) Connect(ctx context.Context, name string, opts runtime.
 		return nil, apierrors.NewNotFound(clustergate.Resource("sessions/moderation"), name+"/"+options.Path)
 	}
 	stream := parts[1]
-	u, err := r.moderators.check(ctx, name)
+	namespace := genericapirequest.NamespaceValue(ctx)
+	u, err := r.moderators.check(ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	namespace := genericapirequest.NamespaceValue(ctx)
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		reason := req.URL.Query().Get(ReasonParameter)
 		if len(reason) > maxEndReason {

@@ -150,7 +150,7 @@ func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, re
 				responder.Error(apierrors.NewBadRequest(fmt.Sprintf("?%s=true follows a stream as its moderator: it needs ?%s=true", v1alpha1.ModerateParameter, FollowParameter)))
 				return
 			}
-			u, err := r.moderators.check(req.Context(), name)
+			u, err := r.moderators.check(req.Context(), namespace, name)
 			if err != nil {
 				responder.Error(err)
 				return
