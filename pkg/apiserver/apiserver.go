@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	restclient "k8s.io/client-go/rest"
+	"time"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/install"
@@ -76,6 +77,9 @@ type ExtraConfig struct {
 	// ProxyLimits cap the concurrent proxied requests of a session and of
 	// an owner on this replica.
 	ProxyLimits proxy.Limits
+	// ModeratorWait bounds how long a stream of a session whose access
+	// level requires a moderator waits for one; 0 is the proxy's default.
+	ModeratorWait time.Duration
 	// SessionKubeconfig shapes the kubeconfigs of sessions/kubeconfig.
 	SessionKubeconfig sessionstorage.KubeconfigOptions
 	// ExternalCAFile and DataPlaneCAFile hold the CA bundles that verify
@@ -171,9 +175,10 @@ func (c CompletedConfig) New() (*Server, error) {
 		Limits: c.ExtraConfig.SessionLimits, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.SessionKubeconfig),
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
-		Finalize: !c.ExtraConfig.Standalone,
-		Locks:    locks,
-		Policies: policies,
+		Finalize:   !c.ExtraConfig.Standalone,
+		Locks:      locks,
+		Policies:   policies,
+		Authorizer: c.GenericConfig.Authorization.Authorizer,
 	})
 	if err != nil {
 		return nil, err
@@ -192,6 +197,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		"sessions/proxy":                    sessions.Proxy,
 		"sessions/kubeconfig":               sessions.Kubeconfig,
 		"sessions/recordings":               sessions.Recordings,
+		"sessions/moderation":               sessions.Moderation,
 		"gardenerclusterkubeconfigs":        kubeconfigs.GardenerClusterKubeconfig,
 		"gardenerclusterkubeconfigs/status": kubeconfigs.Status,
 		"sessionlocks":                      locks,

@@ -28,6 +28,7 @@ func DefaultExtraConfig(namespace string) ExtraConfig {
 		SessionLimits:      validation.DefaultSessionLimits(),
 		SessionMaxPerOwner: 5,
 		ProxyLimits:        proxy.DefaultLimits(),
+		ModeratorWait:      proxy.DefaultModeratorWait,
 		Controllers:        controllers.DefaultOptions(),
 		ClientQPS:          100,
 		ClientBurst:        200,
@@ -45,6 +46,9 @@ func (c *ExtraConfig) Validate(listenPort int) []error {
 	}
 	if c.ProxyLimits.PerSession < 0 || c.ProxyLimits.PerOwner < 0 {
 		errs = append(errs, fmt.Errorf("proxy limits may not be negative"))
+	}
+	if c.ModeratorWait < time.Second {
+		errs = append(errs, fmt.Errorf("--session-moderator-wait must be at least 1s"))
 	}
 	if c.ClientQPS <= 0 || c.ClientBurst < 1 {
 		errs = append(errs, fmt.Errorf("--controller-qps and --controller-burst must be positive"))

@@ -8,18 +8,22 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/controllers/gardenerclusterkubeconfigs"
@@ -49,6 +53,18 @@ type parts struct {
 	// credentialInformers and credentials are nil when standalone.
 	credentialInformers informers.SharedInformerFactory
 	credentials         *credentials.Source
+	// events records the sessions' events of this replica; nil when
+	// standalone.
+	events events.EventBroadcaster
+}
+
+// sessionEvents records an event of a moderated stream on its Session.
+func sessionEvents(recorder events.EventRecorder) func(t proxy.Target, eventType, reason, message string) {
+	return func(t proxy.Target, eventType, reason, message string) {
+		ref := &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Session",
+			Namespace: t.Namespace, Name: t.Name, UID: t.UID}
+		recorder.Eventf(ref, nil, eventType, reason, "Moderate", "%s", message)
+	}
 }
 
 // newParts builds the parts the storage needs, before server serves.
@@ -71,6 +87,7 @@ func (c CompletedConfig) newParts(server *genericapiserver.GenericAPIServer) (*p
 		p.tracker.RecordWith(p.recorder)
 	}
 	p.tracker.EnforceAccess(extra.SessionAccess)
+	p.tracker.Moderate(proxy.ModerationConfig{Wait: extra.ModeratorWait})
 	if extra.Standalone {
 		return p, nil
 	}
@@ -78,6 +95,10 @@ func (c CompletedConfig) newParts(server *genericapiserver.GenericAPIServer) (*p
 	if err != nil {
 		return nil, fmt.Errorf("a client of the core cluster: %w", err)
 	}
+	// Every replica tells of the moderated streams it relays in their
+	// sessions' events: who moderated, and what ended them.
+	p.events = events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	p.tracker.Moderate(proxy.ModerationConfig{Wait: extra.ModeratorWait, Events: sessionEvents(p.events.NewRecorder(scheme.Scheme, "clustergate"))})
 	// Only the credentials Secrets of the server's namespace: the cache
 	// must not hold every Secret of a control plane.
 	namespace := extra.Namespace
@@ -132,6 +153,9 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		}
 		if p.recorder != nil {
 			go p.recorder.Run(hookCtx)
+		}
+		if p.events != nil {
+			p.events.StartRecordingToSink(hookCtx.Done())
 		}
 		factory.Start(hookCtx.Done())
 		return nil

@@ -134,6 +134,9 @@ type proxiedRequest struct {
 	// recordingFailed is set when its recording failed and ended it.
 	stream          *recording.Stream
 	recordingFailed atomic.Pointer[error]
+	// moderated is set for an interactive stream of a session whose
+	// access level requires a moderator: it waits for one.
+	moderated *moderatedStream
 
 	// refused is why the request was refused before it was forwarded.
 	refused error
@@ -156,13 +159,32 @@ func (r *Tracker) open(t Target, path string, w http.ResponseWriter, req *http.R
 	if err := r.checkAccess(req.Context(), t, tr); err != nil {
 		return nil, err
 	}
-	inspected, err := r.inspectFor(tr)
+	moderated := r.access.RequiresModerator(t.Level)
+	inspected, err := r.inspectFor(tr, moderated)
 	if err != nil {
 		return nil, err
+	}
+	await := false
+	if moderated {
+		if await, err = moderationFor(inspected, r.recorder != nil); err != nil {
+			return nil, err
+		}
 	}
 	ctx, release, err := r.openRequest(req.Context(), t)
 	if err != nil {
 		return nil, err
+	}
+	var m *moderatedStream
+	if await {
+		// Moderation ends the stream with its own cause.
+		var end context.CancelCauseFunc
+		ctx, end = context.WithCancelCause(ctx)
+		m = newModeratedStream(t, r.moderation, end)
+		registered := release
+		release = func() {
+			end(nil)
+			registered()
+		}
 	}
 	if r.uses != nil {
 		// A request uses the session while it is open: its end is the
@@ -175,7 +197,8 @@ func (r *Tracker) open(t Target, path string, w http.ResponseWriter, req *http.R
 		})
 	}
 	openRequests.Inc()
-	p := &proxiedRequest{tracker: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body}, inspected: inspected}
+	p := &proxiedRequest{tracker: r, target: t, path: path, start: start, ctx: ctx, release: release, body: &countingReader{ReadCloser: req.Body},
+		inspected: inspected, moderated: m}
 	p.longRunning, p.watch = classify(tr)
 	upgrade := strings.ToLower(req.Header.Get("Upgrade"))
 	p.cw = &connWriter{ResponseWriter: w, framed: upgrade == "websocket" || strings.HasPrefix(upgrade, "spdy/"),
@@ -224,6 +247,23 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 	location := *t.Backend
 	location.Path = strings.TrimSuffix(location.Path, "/") + "/" + strings.TrimPrefix(p.path, "/")
 	location.RawQuery = req.URL.RawQuery
+	if m := p.moderated; m != nil {
+		m.watch(p.stream)
+		if protocol := channelProtocol(req); protocol != "" {
+			p.serveModeratedWebSocket(req, location, protocol)
+			return
+		}
+		// Any other protocol (SPDY) waits before its answer, which says
+		// nothing until the stream starts or is refused.
+		if err := m.await(p.ctx, nil); err != nil {
+			p.refused = err
+			if cause := sessionEnd(p.ctx); cause != nil {
+				p.refused = statusFor(cause, t)
+			}
+			responder.Error(p.refused)
+			return
+		}
+	}
 	if !httpstream.IsUpgradeRequest(req) {
 		forward(p.cw, req.WithContext(p.ctx), location, t.Transport, errorResponder{responder, t}, p.longRunning)
 		return
@@ -329,7 +369,7 @@ func (p *proxiedRequest) close() {
 // handler returned.
 func sessionEnd(ctx context.Context) error {
 	cause := context.Cause(ctx)
-	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrLocked, ErrStopping} {
+	for _, end := range []error{ErrExpired, ErrIdle, ErrDeleted, ErrNotReady, ErrLocked, ErrStopping, ErrModeratorLeft, ErrEndedByModerator} {
 		if errors.Is(cause, end) {
 			return cause
 		}
@@ -353,6 +393,8 @@ func statusFor(err error, t Target) error {
 	case errors.Is(err, ErrLocked):
 		return apierrors.NewForbidden(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions/proxy"}, t.Name,
 			fmt.Errorf("session %s/%s is %w", t.Namespace, t.Name, err))
+	case errors.Is(err, errUnmoderatable), errors.Is(err, ErrModeratorLeft), errors.Is(err, ErrEndedByModerator):
+		return apierrors.NewForbidden(sessionProxy, t.Name, fmt.Errorf("session %s/%s is moderated: %w", t.Namespace, t.Name, err))
 	case errors.Is(err, errUnrecordable):
 		return apierrors.NewForbidden(schema.GroupResource{Group: "clustergate.dev", Resource: "sessions/proxy"}, t.Name,
 			fmt.Errorf("session %s/%s: %w", t.Namespace, t.Name, err))

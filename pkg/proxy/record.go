@@ -145,19 +145,21 @@ func mayRunCommands(path string) bool {
 }
 
 // inspectFor reads what recording makes of a request: nothing without a
-// recorder; an upgrade always; a plain request only under
-// --recording=required, which it may refuse with an error wrapping
+// recorder, unless the session is moderated; an upgrade always; a plain
+// request only under --recording=required or of a moderated session,
+// which --recording=required may refuse with an error wrapping
 // errUnrecordable.
-func (r *Tracker) inspectFor(tr *targetRequest) (inspection, error) {
+func (r *Tracker) inspectFor(tr *targetRequest, moderated bool) (inspection, error) {
 	rec := r.recorder
-	if rec == nil {
+	if rec == nil && !moderated {
 		return inspection{}, nil
 	}
-	if !httpstream.IsUpgradeRequest(tr.req) && (!rec.Required() || !mayRunCommands(tr.path)) {
+	required := rec != nil && rec.Required()
+	if !httpstream.IsUpgradeRequest(tr.req) && (!required && !moderated || !mayRunCommands(tr.path)) {
 		return inspection{}, nil
 	}
 	seen := inspect(tr)
-	if seen.unrecordable != "" && rec.Required() {
+	if seen.unrecordable != "" && required && !moderated {
 		return seen, fmt.Errorf("%s %w", seen.unrecordable, errUnrecordable)
 	}
 	return seen, nil
@@ -185,11 +187,16 @@ func (p *proxiedRequest) openRecording() error {
 		return nil
 	}
 	info := p.inspected.stream
-	info.RecordedSession, info.Way = recordingSession(t), string(t.Way)
+	info.RecordedSession, info.Way, info.Moderated = recordingSession(t), string(t.Way), p.moderated != nil
 	stream, err := rec.OpenStream(p.ctx, info)
 	if err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s: this server must record interactive streams (--recording=required) and cannot: %v",
 			t.Namespace, t.Name, err))
+	}
+	if p.moderated != nil && !stream.Recording() {
+		stream.Close()
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("session %s/%s is moderated and its stream's recording, which moderators follow, cannot start: "+
+			"the recording store fails", t.Namespace, t.Name))
 	}
 	p.stream = stream
 	p.cw.recording = stream
@@ -217,6 +224,9 @@ func (p *proxiedRequest) logRequest(req *http.Request, status int, closeReason s
 	}
 	if p.stream != nil && p.stream.Recording() {
 		entry.Stream = p.stream.ID()
+	}
+	if p.stream != nil {
+		entry.Moderators = p.stream.Moderators()
 	}
 	rec.LogRequest(recordingSession(p.target), entry)
 }

@@ -82,6 +82,9 @@ type Tracker struct {
 	// tells the namespaced resources of targets, for scopes and rules.
 	access    *sessionaccess.Configuration
 	discovery *discovery
+	// moderation configures the streams of sessions whose access level
+	// requires a moderator (moderation.go).
+	moderation ModerationConfig
 	// stopping is set by Stop: every connection is refused.
 	stopping bool
 }
@@ -109,7 +112,8 @@ type openConn struct {
 // NewTracker returns an empty tracker.
 func NewTracker(clk clock.WithDelayedExecution, limits Limits) *Tracker {
 	return &Tracker{clock: clk, limits: limits, sessions: map[types.UID]*tracked{}, owners: map[string]int{},
-		extended: map[types.UID]time.Time{}, idle: map[types.UID]time.Time{}, discovery: newDiscovery(clk)}
+		extended: map[types.UID]time.Time{}, idle: map[types.UID]time.Time{}, discovery: newDiscovery(clk),
+		moderation: ModerationConfig{Wait: DefaultModeratorWait}}
 }
 
 // Open registers a connection of a session. The returned context is

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,8 +100,13 @@ func (c *upgradedConn) finish(why error) {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(closeFrameTimeout))
 		c.mu.Lock()
 		final := closeFrame(closePolicyViolation, why.Error())
-		if c.frames.spdy {
+		switch {
+		case c.frames.spdy:
 			final = spdyStatusFrame(c.frames.protocol, why)
+		case moderationEnd(why) && slices.Contains(channelProtocols, c.frames.protocol):
+			// Why a moderated stream ended is the moderator's reason, too
+			// long for a close frame: a Status says it.
+			final = statusFrames(c.frames.protocol, why)
 		}
 		if c.closed.Load() || final == nil || c.frames.closing || !c.frames.inFrames || c.frames.disabled {
 			c.closed.Store(true)

@@ -39,6 +39,11 @@ var (
 		Help:           "Bytes of recordings and request logs written to the recording store.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	moderatorFollows = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace: "clustergate", Subsystem: "recording", Name: "moderator_follows",
+		Help:           "Follows of moderated streams through this replica by their moderators (?moderate=true) now.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	followers = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace: "clustergate", Subsystem: "recording", Name: "followers",
 		Help:           "Live streams and request logs followed through this replica (sessions/recordings ?follow=true) now.",
@@ -47,5 +52,5 @@ var (
 )
 
 func init() {
-	legacyregistry.MustRegister(recordedStreams, failedStreams, refusedStreams, writeFailures, lostRequests, writtenBytes, followers)
+	legacyregistry.MustRegister(recordedStreams, failedStreams, refusedStreams, writeFailures, lostRequests, writtenBytes, followers, moderatorFollows)
 }

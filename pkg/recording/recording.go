@@ -20,7 +20,9 @@
 //
 // A stream's objects, under <namespace>/<name>/<uid>/streams/<id>/:
 // info.json (v1alpha1.RecordingInfo), capture-000001 and on, live.json
-// (liveMark), manifest.json (v1alpha1.RecordingManifest). Their JSON, and
+// (liveMark), manifest.json (v1alpha1.RecordingManifest), and for a
+// moderated stream its moderators' marks and a moderator's request to end
+// it (moderation-*.json, moderation.go). Their JSON, and
 // the request log's (v1alpha1.RequestLogEntry), are the API tree's types:
 // what sessions/recordings serves is what the store holds.
 package recording
@@ -56,8 +58,14 @@ var Modes = []Mode{ModeOff, ModeBestEffort, ModeRequired}
 // session. It is its own canonical form, not the manifest's JSON, so that
 // the API type may gain fields without breaking a signature.
 func manifestSignedBytes(m *v1alpha1.RecordingManifest, dir string) []byte {
-	data, _ := json.Marshal([]any{"clustergate.dev/recording-manifest/v1", dir, m.Stream, m.Protocol, m.EndTime.UnixNano(),
-		m.Chunks, m.CaptureLength, m.CaptureSHA256, m.InfoSHA256, m.Failed})
+	fields := []any{"clustergate.dev/recording-manifest/v1", dir, m.Stream, m.Protocol, m.EndTime.UnixNano(),
+		m.Chunks, m.CaptureLength, m.CaptureSHA256, m.InfoSHA256, m.Failed}
+	// A moderated stream's moderators are signed too; the manifests of
+	// the others keep the form they always had.
+	for _, mod := range m.Moderators {
+		fields = append(fields, mod.User, mod.From.UnixNano(), mod.To.UnixNano())
+	}
+	data, _ := json.Marshal(fields)
 	return data
 }
 

@@ -52,6 +52,22 @@ func appendRequest(b []byte, req *v1alpha1.RequestLogEntry) []byte {
 		b = append(b, `,"lost":`...)
 		b = strconv.AppendInt(b, req.Lost, 10)
 	}
+	if len(req.Moderators) > 0 {
+		b = append(b, `,"moderators":[`...)
+		for i, m := range req.Moderators {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"user":`...)
+			b = appendJSONString(b, m.User)
+			b = append(b, `,"from":"`...)
+			b = m.From.AppendFormat(b, time.RFC3339Nano)
+			b = append(b, `","to":"`...)
+			b = m.To.AppendFormat(b, time.RFC3339Nano)
+			b = append(b, `"}`...)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 

@@ -27,6 +27,8 @@ func TestAppendRequest(t *testing.T) {
 		{"escapes", v1alpha1.RequestLogEntry{Time: at, Method: "GET", Path: "/a\"b\\c<d>e&f\n\r\t\b\f\x00\x1f\x7f", Query: "q=\u2028\u2029",
 			UserAgent: "é ü 日本 🙂", CloseReason: "bad \xff\xfe utf-8 \xe2\x82"}},
 		{"truncated and lost", v1alpha1.RequestLogEntry{Time: at, UserAgent: "x", Truncated: []v1alpha1.TruncatedField{{Field: "userAgent", Length: 204800}, {Field: "query", Length: 5000}}, Lost: 3}},
+		{"moderated", v1alpha1.RequestLogEntry{Time: at, Stream: "s-2", Moderators: []v1alpha1.RecordingModerator{
+			{User: "carol \"c\"", From: at, To: at.Add(time.Minute)}, {User: "dave", From: at.Add(time.Second), To: at.Add(2 * time.Second)}}}},
 		{"zone", v1alpha1.RequestLogEntry{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600+1800))}},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +72,9 @@ type Stream struct {
 	notUpgraded   bool
 	// infoSHA256 is the digest of the info.json written at open.
 	infoSHA256 string
+	// moderation follows the moderators of a moderated stream
+	// (WatchModerators); nil for the rest. mu guards it.
+	moderation *moderators
 
 	wake, closing, done chan struct{}
 }
@@ -306,6 +310,10 @@ func (s *Stream) finish() {
 	s.mu.Lock()
 	if s.failed != nil {
 		m.Failed = s.failed.Error()
+	}
+	if s.moderation != nil {
+		s.moderation.close(m.EndTime)
+		m.Moderators = slices.Clone(s.moderation.periods)
 	}
 	s.mu.Unlock()
 	m.Key, m.MAC = r.cfg.Keys.sign(manifestSignedBytes(&m, s.prefix))

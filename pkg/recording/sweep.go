@@ -63,8 +63,9 @@ func (r *Recorder) sweep(ctx context.Context) {
 // The names the recorder gives its objects (see the package's doc, and
 // newStreamID, chunkKey and flushRequests).
 var (
-	streamIDPattern   = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-([A-Za-z0-9.-]+-)?[0-9a-f]{8}$`)
-	streamObjPattern  = regexp.MustCompile(`^(` + regexp.QuoteMeta(infoObject) + `|` + regexp.QuoteMeta(liveObject) + `|` + regexp.QuoteMeta(manifestObject) + `|` + chunkPrefix + `[0-9]{6,})$`)
+	streamIDPattern  = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}Z-([A-Za-z0-9.-]+-)?[0-9a-f]{8}$`)
+	streamObjPattern = regexp.MustCompile(`^(` + regexp.QuoteMeta(infoObject) + `|` + regexp.QuoteMeta(liveObject) + `|` + regexp.QuoteMeta(manifestObject) + `|` + chunkPrefix + `[0-9]{6,}|` +
+		moderationPrefix + `([0-9a-f]{16}|end)\.json)$`)
 	requestLogPattern = regexp.MustCompile(`^[A-Za-z0-9.-]*-[0-9]+-[0-9]{8,}\.jsonl$`)
 	uidPattern        = regexp.MustCompile(`^[A-Za-z0-9-]{1,128}$`)
 )

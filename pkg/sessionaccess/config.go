@@ -66,6 +66,14 @@ type Level struct {
 	// binds to a scoped session in each of its namespaces. Empty, a session
 	// of the level cannot be scoped.
 	NamespacedClusterRole string `json:"namespacedClusterRole,omitempty"`
+	// Moderated requires a moderator for the interactive streams of the
+	// level's sessions (exec, attach, and the attach of an ephemeral
+	// container): each waits until a user who holds the verb "moderate" on
+	// the session, and is not its owner, follows it, and ends when the last
+	// one stops; what cannot be followed (port-forward, a node's or pod's
+	// proxy upgraded, ephemeral containers created with a command) is
+	// refused.
+	Moderated bool `json:"moderated,omitempty"`
 }
 
 // DenyRule is a request the proxy refuses. Each list it sets must contain
@@ -235,6 +243,17 @@ func (c *Configuration) Groups() (all, wholeTarget, scopable sets.Set[string]) {
 // WholeTarget reports whether a session of the level may reach its whole
 // target, unscoped.
 func (l Level) WholeTarget() bool { return l.Group != "" }
+
+// RequiresModerator reports whether the sessions of the level named name
+// need a moderator for their interactive streams; a nil configuration, or
+// an unknown level, needs none.
+func (c *Configuration) RequiresModerator(name string) bool {
+	if c == nil {
+		return false
+	}
+	l, ok := c.Level(name)
+	return ok && l.Moderated
+}
 
 // Scopable reports whether a session of the level may be scoped to
 // namespaces.

@@ -25,6 +25,7 @@ kind: SessionAccessConfiguration
 levels:
 - {name: admin, group: admin, namespacedClusterRole: admin}
 - {name: debugger, namespacedClusterRole: clustergate:debugger}
+- {name: moderated-admin, group: admin, moderated: true}
 denyRules:
 - {name: no-namespace-delete, verbs: [delete], resources: [namespaces]}
 `},
@@ -90,5 +91,27 @@ func TestFromGroupsKeepsTodaysMeaning(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, c.Levels); diff != "" {
 		t.Errorf("levels (-want +got):\n%s", diff)
+	}
+}
+
+func TestRequiresModerator(t *testing.T) {
+	c := &Configuration{Levels: []Level{{Name: "admin", Group: "admin", Moderated: true}, {Name: "viewer", Group: "viewer"}}}
+	tests := []struct {
+		name   string
+		config *Configuration
+		level  string
+		want   bool
+	}{
+		{name: "moderated level", config: c, level: "admin", want: true},
+		{name: "level without moderation", config: c, level: "viewer"},
+		{name: "unknown level", config: c, level: "debugger"},
+		{name: "no configuration", level: "admin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.config.RequiresModerator(tt.level); got != tt.want {
+				t.Errorf("RequiresModerator(%q) = %v, want %v", tt.level, got, tt.want)
+			}
+		})
 	}
 }

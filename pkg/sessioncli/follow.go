@@ -162,14 +162,14 @@ default) of being written. Follow one stream in its own terminal, as drawn, with
 kubectl session replay NAME STREAM --follow.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.watch(cmd.Context(), args[0])
+			return g.watch(cmd.Context(), args[0], nil)
 		},
 	}
 }
 
 // watch follows the request log and every stream of the session that is
-// live or opens, until ctx ends.
-func (g *globals) watch(ctx context.Context, name string) error {
+// live or opens, each stream with params, until ctx ends.
+func (g *globals) watch(ctx context.Context, name string, params map[string]string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := &lockedWriter{w: g.streams.Out}
@@ -227,7 +227,7 @@ func (g *globals) watch(ctx context.Context, name string) error {
 				p := &player{out: lines, errOut: said, following: true}
 				follow(s.Stream, func() error {
 					defer lines.Flush()
-					return g.followCast(ctx, name, s.Stream, nil, p, nil)
+					return g.followCast(ctx, name, s.Stream, params, p, nil)
 				})
 			}
 		}

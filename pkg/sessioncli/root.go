@@ -42,7 +42,7 @@ approves them; their expiry starts then.`,
 	g.flags.AddFlags(cmd.PersistentFlags())
 	cmd.AddCommand(newOpenCommand(g), newListCommand(g), newDecideCommand(g, true), newDecideCommand(g, false),
 		newExtendCommand(g), newRevokeCommand(g), newKubeconfigCommand(g), newLockCommand(g), newUnlockCommand(g), newLocksCommand(g),
-		newRecordingsCommand(g), newHistoryCommand(g), newReplayCommand(g), newWatchCommand(g), newPolicyCommand(g))
+		newRecordingsCommand(g), newHistoryCommand(g), newReplayCommand(g), newWatchCommand(g), newModerateCommand(g), newPolicyCommand(g))
 	return cmd
 }
 

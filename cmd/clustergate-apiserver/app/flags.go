@@ -88,6 +88,8 @@ func (o *Options) addAccessFlags(fss *cliflag.NamedFlagSets) {
 		"Concurrent proxied requests (watches and streams included) per session on one replica; 0 is no limit.")
 	fs.IntVar(&s.ProxyLimits.PerOwner, "proxy-max-requests-per-owner", s.ProxyLimits.PerOwner,
 		"Concurrent proxied requests per session owner on one replica; 0 is no limit.")
+	fs.DurationVar(&s.ModeratorWait, "session-moderator-wait", s.ModeratorWait,
+		"How long an exec or attach of a session whose access level requires a moderator (moderated: true in --session-access-config) waits for a moderator to follow it before it is refused.")
 
 	fs = fss.FlagSet("session kubeconfigs")
 	fs.StringVar(&s.SessionKubeconfig.ExternalURL, "external-url", s.SessionKubeconfig.ExternalURL,

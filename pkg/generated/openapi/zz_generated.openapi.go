@@ -35,6 +35,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.RecordedSession{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_RecordedSession(ref),
 		v1alpha1.RecordingInfo{}.OpenAPIModelName():                   schema_pkg_apis_clustergate_v1alpha1_RecordingInfo(ref),
 		v1alpha1.RecordingManifest{}.OpenAPIModelName():               schema_pkg_apis_clustergate_v1alpha1_RecordingManifest(ref),
+		v1alpha1.RecordingModerator{}.OpenAPIModelName():              schema_pkg_apis_clustergate_v1alpha1_RecordingModerator(ref),
 		v1alpha1.RequestLogEntry{}.OpenAPIModelName():                 schema_pkg_apis_clustergate_v1alpha1_RequestLogEntry(ref),
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():              schema_pkg_apis_clustergate_v1alpha1_SecretKeyReference(ref),
 		v1alpha1.Session{}.OpenAPIModelName():                         schema_pkg_apis_clustergate_v1alpha1_Session(ref),
@@ -718,6 +719,13 @@ func schema_pkg_apis_clustergate_v1alpha1_RecordingInfo(ref common.ReferenceCall
 							Format:      "date-time",
 						},
 					},
+					"moderated": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Moderated says that the session's access level requires a moderator: the stream ran only while one followed it.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"stream", "namespace", "name", "uid", "owner", "subresource", "startTime"},
 			},
@@ -792,6 +800,24 @@ func schema_pkg_apis_clustergate_v1alpha1_RecordingManifest(ref common.Reference
 							Format:      "",
 						},
 					},
+					"moderators": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Moderators are who moderated the stream, from when to when, in the order they came, when the session's access level requires one.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.RecordingModerator{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"key": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Key names the server's manifest key that signed the manifest.",
@@ -808,6 +834,44 @@ func schema_pkg_apis_clustergate_v1alpha1_RecordingManifest(ref common.Reference
 					},
 				},
 				Required: []string{"stream", "endTime", "chunks", "captureLength", "captureSHA256"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.RecordingModerator{}.OpenAPIModelName()},
+	}
+}
+
+func schema_pkg_apis_clustergate_v1alpha1_RecordingModerator(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "RecordingModerator is a moderator's time on a moderated stream, as the replica that relayed the stream saw it: from when it first saw the moderator follow to when it last did (or the stream ended).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"user": {
+						SchemaProps: spec.SchemaProps{
+							Description: "User is the moderator's user name.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"from": {
+						SchemaProps: spec.SchemaProps{
+							Description: "From is when the moderator started to follow the stream.",
+							Type:        []string{"string"},
+							Format:      "date-time",
+						},
+					},
+					"to": {
+						SchemaProps: spec.SchemaProps{
+							Description: "To is when the moderator stopped, or the stream ended.",
+							Type:        []string{"string"},
+							Format:      "date-time",
+						},
+					},
+				},
+				Required: []string{"user", "from", "to"},
 			},
 		},
 	}
@@ -949,12 +1013,30 @@ func schema_pkg_apis_clustergate_v1alpha1_RequestLogEntry(ref common.ReferenceCa
 							Format:      "int64",
 						},
 					},
+					"moderators": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Moderators are who moderated the request's stream, from when to when, when the session's access level requires one.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.RecordingModerator{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"time", "method", "path", "status", "bytesIn", "bytesOut", "duration"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.TruncatedField{}.OpenAPIModelName()},
+			v1alpha1.RecordingModerator{}.OpenAPIModelName(), v1alpha1.TruncatedField{}.OpenAPIModelName()},
 	}
 }
 
@@ -1952,6 +2034,13 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionRecording(ref common.ReferenceC
 							Description: "StartTime is when the stream started.",
 							Type:        []string{"string"},
 							Format:      "date-time",
+						},
+					},
+					"moderated": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Moderated says that the session's access level requires a moderator: the stream ran only while one followed it.",
+							Type:        []string{"boolean"},
+							Format:      "",
 						},
 					},
 					"bytes": {

@@ -19,6 +19,9 @@ func (in *RecordingInfo) DeepCopyInto(out *RecordingInfo) {
 // DeepCopyInto copies in into out.
 func (in *RecordingManifest) DeepCopyInto(out *RecordingManifest) {
 	*out = *in
+	if in.Moderators != nil {
+		out.Moderators = append([]RecordingModerator(nil), in.Moderators...)
+	}
 }
 
 // DeepCopyInto copies in into out.
@@ -27,4 +30,12 @@ func (in *RequestLogEntry) DeepCopyInto(out *RequestLogEntry) {
 	if in.Truncated != nil {
 		out.Truncated = append([]TruncatedField(nil), in.Truncated...)
 	}
+	if in.Moderators != nil {
+		out.Moderators = append([]RecordingModerator(nil), in.Moderators...)
+	}
+}
+
+// DeepCopyInto copies in into out.
+func (in *RecordingModerator) DeepCopyInto(out *RecordingModerator) {
+	*out = *in
 }

@@ -90,6 +90,23 @@ type RecordingInfo struct {
 	Stdin bool `json:"stdin,omitempty"`
 	// StartTime is when the stream started.
 	StartTime time.Time `json:"startTime" protobuf:"-"`
+	// Moderated says that the session's access level requires a moderator:
+	// the stream ran only while one followed it.
+	// +optional
+	Moderated bool `json:"moderated,omitempty"`
+}
+
+// RecordingModerator is a moderator's time on a moderated stream, as the
+// replica that relayed the stream saw it: from when it first saw the
+// moderator follow to when it last did (or the stream ended).
+// +protobuf=false
+type RecordingModerator struct {
+	// User is the moderator's user name.
+	User string `json:"user"`
+	// From is when the moderator started to follow the stream.
+	From time.Time `json:"from" protobuf:"-"`
+	// To is when the moderator stopped, or the stream ended.
+	To time.Time `json:"to" protobuf:"-"`
 }
 
 // RecordedSession names the session a recording belongs to.
@@ -141,6 +158,11 @@ type RecordingManifest struct {
 	// Failed says why the recording is incomplete, if it is.
 	// +optional
 	Failed string `json:"failed,omitempty"`
+	// Moderators are who moderated the stream, from when to when, in the
+	// order they came, when the session's access level requires one.
+	// +optional
+	// +listType=atomic
+	Moderators []RecordingModerator `json:"moderators,omitempty"`
 	// Key names the server's manifest key that signed the manifest.
 	// +optional
 	Key string `json:"key,omitempty"`
@@ -229,6 +251,11 @@ type RequestLogEntry struct {
 	// replica could not keep from Time to Time+Duration.
 	// +optional
 	Lost int64 `json:"lost,omitempty"`
+	// Moderators are who moderated the request's stream, from when to
+	// when, when the session's access level requires one.
+	// +optional
+	// +listType=atomic
+	Moderators []RecordingModerator `json:"moderators,omitempty"`
 }
 
 // TruncatedField is a field of a request log entry that was cut.

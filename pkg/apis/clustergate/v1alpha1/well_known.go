@@ -163,7 +163,17 @@ const (
 	// VerbExtend allows moving a session's expiry later through
 	// sessions/extension.
 	VerbExtend = "extend"
+	// VerbModerate allows moderating the sessions whose access level
+	// requires a moderator: following their interactive streams as the
+	// moderator they wait for (sessions/recordings with ?moderate=true),
+	// and ending them (sessions/moderation). Never one's own.
+	VerbModerate = "moderate"
 )
+
+// ModerateParameter is the query parameter of a follow of a stream
+// (sessions/<name>/recordings/streams/<id>?follow=true) that follows it as
+// its moderator.
+const ModerateParameter = "moderate"
 
 // The virtual resources of clustergate.dev that name targets in
 // authorization: listed in discovery, never served. A session's access

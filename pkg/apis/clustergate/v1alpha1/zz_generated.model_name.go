@@ -86,6 +86,11 @@ func (in RecordingManifest) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in RecordingModerator) OpenAPIModelName() string {
+	return "dev.clustergate.v1alpha1.RecordingModerator"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RequestLogEntry) OpenAPIModelName() string {
 	return "dev.clustergate.v1alpha1.RequestLogEntry"
 }

@@ -47,9 +47,14 @@ import (
 // recording.Reader.OpenCast), unless the request asks for it with
 // ?unverified=true: then the answer carries a Warning and the asciicast's
 // header says why it is not verified.
+//
+// ?moderate=true with ?follow=true follows a live stream as its moderator
+// (moderators.check): the stream, if its session's access level requires
+// a moderator, runs while one does (recording.Reader.Moderate).
 type RecordingsREST struct {
 	// reader is nil when the server records nothing.
-	reader *recording.Reader
+	reader     *recording.Reader
+	moderators moderators
 }
 
 var (
@@ -139,6 +144,19 @@ const UnverifiedParameter = "unverified"
 func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, responder rest.Responder) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		unverified := req.URL.Query().Get(UnverifiedParameter) == "true"
+		moderator := ""
+		if req.URL.Query().Get(v1alpha1.ModerateParameter) == "true" {
+			if !Following(req) {
+				responder.Error(apierrors.NewBadRequest(fmt.Sprintf("?%s=true follows a stream as its moderator: it needs ?%s=true", v1alpha1.ModerateParameter, FollowParameter)))
+				return
+			}
+			u, err := r.moderators.check(req.Context(), namespace, name)
+			if err != nil {
+				responder.Error(err)
+				return
+			}
+			moderator = u.GetName()
+		}
 		cast, err := r.reader.OpenCast(req.Context(), namespace, name, stream, unverified)
 		switch {
 		case errors.Is(err, recording.ErrNoStream):
@@ -165,6 +183,15 @@ func (r *RecordingsREST) cast(namespace, name, stream string, notFound error, re
 			warning.AddWarning(req.Context(), "", "recording "+stream+" is "+v)
 		}
 		if Following(req) {
+			if moderator != "" && cast.Verification() == v1alpha1.RecordingLive {
+				stop, err := r.reader.Moderate(req.Context(), cast, moderator)
+				if err != nil {
+					responder.Error(apierrors.NewServiceUnavailable(fmt.Sprintf("following stream %s as its moderator: %v", stream, err)))
+					return
+				}
+				defer stop()
+				klog.InfoS("Moderator follows a stream", "session", klog.KRef(namespace, name), "stream", stream, "moderator", moderator)
+			}
 			r.follow(req.Context(), namespace, name, stream, cast, w)
 			return
 		}

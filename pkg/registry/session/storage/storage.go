@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
@@ -43,6 +44,8 @@ type SessionStorage struct {
 	Kubeconfig *KubeconfigREST
 	// Recordings serves sessions/recordings.
 	Recordings *RecordingsREST
+	// Moderation serves sessions/moderation: moderators end streams there.
+	Moderation *ModerationREST
 }
 
 // ProxyConfig configures the proxy and kubeconfig subresources.
@@ -80,6 +83,9 @@ type Config struct {
 	// Policies find the SessionApprovalPolicy that governs a new session;
 	// nil is none, the flags alone.
 	Policies Policies
+	// Authorizer tells who holds the verb "moderate" on a session; nil
+	// refuses every moderator.
+	Authorizer authorizer.Authorizer
 }
 
 // Policies finds the SessionApprovalPolicy that governs a new session; the
@@ -110,6 +116,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 	}
 	guard := lockGuard{locks: cfg.Locks, clock: clock.RealClock{}}
 	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, mutexes: map[string]*ownerMutex{}}
+	mods := moderators{store: store, authorizer: cfg.Authorizer}
 	return SessionStorage{
 		Session: &REST{Store: store, limit: limit, guard: guard, policies: cfg.Policies},
 		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
@@ -119,7 +126,8 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 			what: "extend the session", refuses: extends},
 		Proxy:      newProxyREST(store, cfg.Proxy),
 		Kubeconfig: &KubeconfigREST{store: store, config: cfg.Proxy.Kubeconfig},
-		Recordings: &RecordingsREST{reader: cfg.Proxy.Recordings},
+		Recordings: &RecordingsREST{reader: cfg.Proxy.Recordings, moderators: mods},
+		Moderation: &ModerationREST{reader: cfg.Proxy.Recordings, moderators: mods},
 	}, nil
 }
 
