@@ -19,6 +19,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/install"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/dataplane"
@@ -61,6 +62,9 @@ func init() {
 // files: SessionKubeconfig.CAData, SessionKubeconfig.DataPlaneCAData,
 // SessionKubeconfig.DataPlaneUserPrefixes and Controllers.Sessions.IstioPolicy.Issuers.
 type ExtraConfig struct {
+	// gardener is the server's Gardener client, which NewConfig builds
+	// with a Gardener project; nil without one or standalone.
+	gardener *gardener.Client
 	// SessionLimits bound the Sessions users may create. Its access groups
 	// are SessionAccess's levels.
 	SessionLimits validation.SessionLimits
@@ -166,13 +170,15 @@ func (c CompletedConfig) New() (*Server, error) {
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
 		Finalize: !c.ExtraConfig.Standalone,
-		Locks:    locks,
-		Policies: policies,
+		Locks:           locks,
+		Policies:        policies,
+		GardenerProject: c.ExtraConfig.Controllers.Gardener.Project,
 	})
 	if err != nil {
 		return nil, err
 	}
-	kubeconfigs, err := gckstorage.NewStorage(Scheme, optsGetter, !c.ExtraConfig.Standalone && c.ExtraConfig.Controllers.Gardener.Project != "")
+	kubeconfigs, err := gckstorage.NewStorage(Scheme, optsGetter, !c.ExtraConfig.Standalone && c.ExtraConfig.Controllers.Gardener.Project != "",
+		c.ExtraConfig.Controllers.Gardener.Project)
 	if err != nil {
 		return nil, err
 	}
