@@ -19,10 +19,10 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/install"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/dataplane"
+	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	gckstorage "github.com/clustergate/clustergate/pkg/registry/gardenerclusterkubeconfig/storage"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
@@ -169,7 +169,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Limits: c.ExtraConfig.SessionLimits, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.SessionKubeconfig),
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
-		Finalize: !c.ExtraConfig.Standalone,
+		Finalize:        !c.ExtraConfig.Standalone,
 		Locks:           locks,
 		Policies:        policies,
 		GardenerProject: c.ExtraConfig.Controllers.Gardener.Project,

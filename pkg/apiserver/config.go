@@ -21,9 +21,9 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
-	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/dataplane"
+	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/intern"
 )
 

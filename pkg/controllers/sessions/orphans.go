@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/gardener"
 )
@@ -111,7 +112,7 @@ func (c *Controller) knownTargets(ctx context.Context) []sweptTarget {
 	}
 	for _, shoot := range slices.SortedFunc(maps.Keys(shoots), func(a, b gardener.Shoot) int { return strings.Compare(a.String(), b.String()) }) {
 		if t, problem := c.shoots.target(ctx, shoot, c.clock.Now()); problem == nil {
-			out = append(out, sweptTarget{kind: targetKindShoot, name: shoot.String(), target: t})
+			out = append(out, sweptTarget{kind: targetKindShoot, name: v1alpha1.ShootTargetName(shoot.Project, shoot.Name), target: t})
 		} else {
 			logger.V(2).Info("Shoot not reached for the orphan sweep", "shoot", shoot.String(), "reason", problem.Reason, "message", problem.Message)
 		}
