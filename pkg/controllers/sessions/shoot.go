@@ -97,7 +97,7 @@ func (a *shootAccess) kept(now time.Time) []gardener.Shoot {
 func gardenerProblem(err error) *TargetProblem {
 	reason := v1alpha1.SessionReasonTargetUnreachable
 	switch gardener.ReasonOf(err) {
-	case gardener.ShootNotFound:
+	case gardener.ShootNotFound, gardener.ProjectNotFound:
 		reason = v1alpha1.SessionReasonTargetNotFound
 	case gardener.Forbidden:
 		reason = v1alpha1.SessionReasonTargetForbidden

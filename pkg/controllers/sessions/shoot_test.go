@@ -63,6 +63,8 @@ func TestShootAccess(t *testing.T) {
 		{name: "kept, within the margin of its expiry: asked for anew", kept: &issued, answer: issued, at: now.Add(5 * time.Minute), requests: 2},
 		{name: "no such Shoot", err: &gardener.Error{Reason: gardener.ShootNotFound, Err: errors.New(`shoot "local" not found`)}, at: now, requests: 1,
 			wantReason: v1alpha1.SessionReasonTargetNotFound},
+		{name: "no such project", err: &gardener.Error{Reason: gardener.ProjectNotFound, Err: errors.New(`no project "shop"`)}, at: now, requests: 1,
+			wantReason: v1alpha1.SessionReasonTargetNotFound},
 		{name: "Gardener refuses the server", err: &gardener.Error{Reason: gardener.Forbidden, Err: errors.New("403")}, at: now, requests: 1,
 			wantReason: v1alpha1.SessionReasonTargetForbidden},
 		{name: "Gardener down", err: &gardener.Error{Reason: gardener.GardenerUnavailable, Err: errors.New("connection refused")}, at: now, requests: 1,
