@@ -178,7 +178,7 @@ spec:
 		gina := userKubeconfig(t, "gina")
 		move := `{"spec":{"kubeconfig":{"secret":{"name":"kubeconfig-moved"}}}}`
 		_, err := cp.Kubectl(context.Background(), gina, nil, "-n", ns, "patch", "gck", "kept", "--type=merge", "-p", move)
-		wantErr(t, err, `user "gina" may not keep a kubeconfig of shoots/local in namespace targets`)
+		wantErr(t, err, `user "gina" may not keep a kubeconfig of shoots/local/local in namespace targets`)
 		// A change of metadata only asks nothing.
 		kubectlAs(t, gina, "-n", ns, "label", "gck", "kept", "team=yes")
 		kubectlAs(t, carol, "-n", ns, "patch", "gck", "kept", "--type=merge", "-p", move)
