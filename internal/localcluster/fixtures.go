@@ -37,6 +37,11 @@ type values struct {
 // applyFixture fills the template fixtures/name and applies it to the
 // cluster of kubeconfig.
 func (cp *ControlPlane) applyFixture(ctx context.Context, kubeconfig, name string) error {
+	return cp.applyFixtureWith(ctx, kubeconfig, name, cp.values)
+}
+
+// applyFixtureWith is applyFixture with the template filled from v.
+func (cp *ControlPlane) applyFixtureWith(ctx context.Context, kubeconfig, name string, v values) error {
 	tmpl, err := template.New(name).Funcs(template.FuncMap{
 		"indent": func(n int, s string) string {
 			pad := strings.Repeat(" ", n)
@@ -47,7 +52,7 @@ func (cp *ControlPlane) applyFixture(ctx context.Context, kubeconfig, name strin
 		return err
 	}
 	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, cp.values); err != nil {
+	if err := tmpl.Execute(&buf, v); err != nil {
 		return err
 	}
 	_, err = cp.Kubectl(ctx, kubeconfig, buf.Bytes(), "apply", "-f", "-")

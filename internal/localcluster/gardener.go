@@ -63,26 +63,37 @@ func (cp *ControlPlane) startGardener(ctx context.Context) error {
 			return err
 		}
 	}
-	// Admission in gardener-apiserver reads Projects from its own cache, so a
-	// Shoot may be refused until it has seen the Project: applying again is
-	// harmless.
-	if err := cp.retry(ctx, func() error { return cp.applyFixture(ctx, cp.AdminKubeconfig, "gardener.yaml") }); err != nil {
-		return err
-	}
-	shootURL := cp.ShootURL
-	if cp.opts.Installed {
+	if cp.gardenShootURL = cp.ShootURL; cp.opts.Installed {
 		var err error
-		if shootURL, err = cp.forwardShoot(); err != nil {
+		if cp.gardenShootURL, err = cp.forwardShoot(); err != nil {
 			return err
 		}
 	}
-	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, shootURL)
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "patch", "shoot", Shoot,
+	return cp.AddShoot(ctx, Project, Shoot)
+}
+
+// AddShoot creates, in Gardener, the Project project (namespace
+// garden-<project>) if it is not there and in it the workerless Shoot
+// shoot, whose advertised address is the stand-in shoot kube-apiserver, as
+// the control plane's own Shoot is: Shoots of several projects are one
+// cluster here, told apart by Gardener alone. clustergate's identity may
+// request the project's Shoots' kubeconfigs (artifacts/gardener/role.yaml).
+// Applying again changes nothing.
+func (cp *ControlPlane) AddShoot(ctx context.Context, project, shoot string) error {
+	v := cp.values
+	v.Project, v.Shoot = project, shoot
+	// Admission in gardener-apiserver reads Projects from its own cache, so a
+	// Shoot may be refused until it has seen the Project: applying again is
+	// harmless.
+	if err := cp.retry(ctx, func() error { return cp.applyFixtureWith(ctx, cp.AdminKubeconfig, "gardener.yaml", v) }); err != nil {
+		return err
+	}
+	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, cp.gardenShootURL)
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+project, "patch", "shoot", shoot,
 		"--subresource=status", "--type=merge", "-p", status); err != nil {
 		return err
 	}
-	// clustergate's identity may request kubeconfigs of the project's Shoots.
-	_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+Project, "apply", "-f",
+	_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+project, "apply", "-f",
 		filepath.Join(cp.opts.RepoRoot, "artifacts", "gardener", "role.yaml"))
 	return err
 }

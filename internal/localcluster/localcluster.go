@@ -82,6 +82,9 @@ type ControlPlane struct {
 	// shootForward, the installed way, relays the process node's gateway
 	// to the shoot kube-apiserver, for the server's pods (forwardShoot).
 	shootForward *balancer
+	// gardenShootURL is the shoot kube-apiserver's URL as Gardener's Shoots
+	// advertise it: ShootURL, or the installed way shootForward's.
+	gardenShootURL string
 	// balancers are those Balance started, closed by Stop.
 	balancers []*balancer
 	// certs are the control plane's CAs and certificates, in pki.

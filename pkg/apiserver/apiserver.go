@@ -23,6 +23,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/validation"
 	"github.com/clustergate/clustergate/pkg/controllers"
 	"github.com/clustergate/clustergate/pkg/dataplane"
+	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/proxy"
 	gckstorage "github.com/clustergate/clustergate/pkg/registry/gardenerclusterkubeconfig/storage"
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
@@ -67,6 +68,9 @@ type ExtraConfig struct {
 	// by default the controllers' Lease. NewConfig passes it down to the
 	// parts that need it.
 	Namespace string
+	// gardener is the server's Gardener client, which NewConfig builds
+	// with a Gardener project; nil without one or standalone.
+	gardener *gardener.Client
 	// SessionLimits bound the Sessions users may create. Its access groups
 	// are SessionAccess's levels.
 	SessionLimits validation.SessionLimits
@@ -175,15 +179,17 @@ func (c CompletedConfig) New() (*Server, error) {
 		Limits: c.ExtraConfig.SessionLimits, MaxPerOwner: c.ExtraConfig.SessionMaxPerOwner, Proxy: parts.proxyConfig(c.ExtraConfig.SessionKubeconfig),
 		// The controllers run unless standalone; the kubeconfig controller
 		// only with a Gardener project.
-		Finalize:   !c.ExtraConfig.Standalone,
-		Locks:      locks,
-		Policies:   policies,
-		Authorizer: c.GenericConfig.Authorization.Authorizer,
+		Finalize:        !c.ExtraConfig.Standalone,
+		Locks:           locks,
+		Policies:        policies,
+		Authorizer:      c.GenericConfig.Authorization.Authorizer,
+		GardenerProject: c.ExtraConfig.Controllers.Gardener.Project,
 	})
 	if err != nil {
 		return nil, err
 	}
-	kubeconfigs, err := gckstorage.NewStorage(Scheme, optsGetter, !c.ExtraConfig.Standalone && c.ExtraConfig.Controllers.Gardener.Project != "")
+	kubeconfigs, err := gckstorage.NewStorage(Scheme, optsGetter, !c.ExtraConfig.Standalone && c.ExtraConfig.Controllers.Gardener.Project != "",
+		c.ExtraConfig.Controllers.Gardener.Project)
 	if err != nil {
 		return nil, err
 	}

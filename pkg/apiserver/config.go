@@ -23,6 +23,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/dataplane"
+	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/intern"
 )
 
@@ -63,6 +64,15 @@ func NewConfig(opts *genericoptions.RecommendedOptions, extra ExtraConfig) (*Con
 	if err := setStorageCodec(opts.Etcd); err != nil {
 		return nil, err
 	}
+	// One Gardener client, and so one cache of projects' namespaces, for
+	// TargetAccess and the controllers.
+	if !extra.Standalone && extra.Controllers.Gardener.Project != "" {
+		var err error
+		if extra.gardener, err = gardener.NewClient(extra.Controllers.Gardener); err != nil {
+			return nil, err
+		}
+	}
+	opts.ExtraAdmissionInitializers = admissionInitializers(extra.targetAccessGardener())
 	if err := opts.ApplyTo(serverConfig); err != nil {
 		return nil, err
 	}

@@ -225,6 +225,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 			defer stop()
 			err := controllers.Run(ctx, controllers.Config{
 				Options:            controllerOptions,
+				GardenerClient:     extra.gardener,
 				Loopback:           extra.withClientLimits(hookCtx.LoopbackClientConfig),
 				Core:               extra.withClientLimits(core),
 				SessionInformer:    sessionInformer,

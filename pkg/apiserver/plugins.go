@@ -51,15 +51,35 @@ func RegisterAllAdmissionPlugins(plugins *admission.Plugins) {
 	resourcequota.Register(plugins)
 }
 
-// setUpAdmission registers the plugins, orders them and hands ResourceQuota
-// the quota configuration of clustergate's resources, which kube-apiserver's
-// own initializer gives its plugin and an aggregated server must give itself.
+// setUpAdmission registers the plugins, orders them and initializes them
+// as a server without Gardener (NewConfig hands TargetAccess Gardener).
 func setUpAdmission(o *genericoptions.RecommendedOptions) {
 	RegisterAllAdmissionPlugins(o.Admission.Plugins)
 	o.Admission.RecommendedPluginOrder = slices.Clone(AllOrderedPlugins)
-	o.ExtraAdmissionInitializers = func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
-		return []admission.PluginInitializer{quotaconfig.Initializer{Configuration: quotaconfig.Configuration()}}, nil
+	o.ExtraAdmissionInitializers = admissionInitializers(targetaccess.Gardener{})
+}
+
+// admissionInitializers hands ResourceQuota the quota configuration of
+// clustergate's resources, which kube-apiserver's own initializer gives its
+// plugin and an aggregated server must give itself, and TargetAccess the
+// server's Gardener projects.
+func admissionInitializers(g targetaccess.Gardener) func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+	return func(*genericapiserver.RecommendedConfig) ([]admission.PluginInitializer, error) {
+		return []admission.PluginInitializer{
+			quotaconfig.Initializer{Configuration: quotaconfig.Configuration()},
+			targetaccess.Initializer{Gardener: g},
+		}, nil
 	}
+}
+
+// targetAccessGardener is what TargetAccess knows of Gardener: the default
+// project and, with a Gardener client, its cache of projects' namespaces.
+func (c *ExtraConfig) targetAccessGardener() targetaccess.Gardener {
+	g := targetaccess.Gardener{DefaultProject: c.Controllers.Gardener.Project}
+	if c.gardener != nil {
+		g.Projects = c.gardener.Projects
+	}
+	return g
 }
 
 // standaloneAdmission is the admission of a server without a core cluster,

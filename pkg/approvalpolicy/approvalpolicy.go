@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 )
 
 // AutoApprover is the prefix of the decidedBy of a request a policy
@@ -43,7 +44,7 @@ func Matches(p *clustergate.SessionApprovalPolicy, s *clustergate.Session) bool 
 func targetIs(t *clustergate.SessionLockTarget, target *clustergate.SessionTarget) bool {
 	switch {
 	case t.Shoot != nil:
-		return target.Shoot != nil && target.Shoot.Name == t.Shoot.Name
+		return target.Shoot != nil && v1alpha1.ShootMatches(v1alpha1.ShootReference(*t.Shoot), v1alpha1.ShootReference(*target.Shoot))
 	case t.Cluster != nil:
 		return target.Cluster != nil && target.Cluster.KubeconfigSecretRef.Name == t.Cluster.Name
 	}

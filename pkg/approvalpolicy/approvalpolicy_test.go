@@ -31,6 +31,11 @@ func TestMatches(t *testing.T) {
 	scoped.Spec.Scope = &clustergate.SessionScope{Namespaces: []string{"web"}}
 	cluster := shopSession("admin")
 	cluster.Spec.Target = clustergate.SessionTarget{Cluster: &clustergate.ClusterTarget{KubeconfigSecretRef: clustergate.LocalSecretReference{Name: "prod"}}}
+	inProject := func(project string) *clustergate.Session {
+		s := shopSession("admin")
+		s.Spec.Target.Shoot.Project = project
+		return s
+	}
 	shoot := func(name string) clustergate.SessionLockTarget {
 		return clustergate.SessionLockTarget{Shoot: &clustergate.ShootReference{Name: name}}
 	}
@@ -45,6 +50,12 @@ func TestMatches(t *testing.T) {
 		{name: "other namespace", selector: clustergate.SessionSelector{Namespaces: []string{"ops"}}, session: shopSession("admin")},
 		{name: "shoot", selector: clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{shoot("prod")}}, session: shopSession("admin"), want: true},
 		{name: "other shoot", selector: clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{shoot("dev")}}, session: shopSession("admin")},
+		{name: "a shoot of the session's project", selector: clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{
+			{Shoot: &clustergate.ShootReference{Name: "prod", Project: "shop"}}}}, session: inProject("shop"), want: true},
+		{name: "a shoot of another project", selector: clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{
+			{Shoot: &clustergate.ShootReference{Name: "prod", Project: "pay"}}}}, session: inProject("shop")},
+		{name: "a shoot of no project: of every project", selector: clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{shoot("prod")}},
+			session: inProject("pay"), want: true},
 		{name: "a shoot is no cluster of its name", selector: clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{shoot("prod")}}, session: cluster},
 		{name: "cluster", selector: clustergate.SessionSelector{Targets: []clustergate.SessionLockTarget{{Cluster: &clustergate.LocalSecretReference{Name: "prod"}}}},
 			session: cluster, want: true},

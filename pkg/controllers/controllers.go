@@ -101,6 +101,10 @@ type Config struct {
 	CredentialInformer coreinformers.SecretInformer
 	// LockInformer is the cache of SessionLocks, which the proxy keeps too.
 	LockInformer clustergatev1alpha1informers.SessionLockInformer
+	// GardenerClient is the server's Gardener client, whose cache of
+	// projects' namespaces TargetAccess shares; nil without a Gardener
+	// project.
+	GardenerClient *gardener.Client
 }
 
 // Run runs the controllers until ctx ends.
@@ -118,11 +122,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	var g *gardener.Client
-	if cfg.Gardener.Project == "" {
+	g := cfg.GardenerClient
+	if g == nil {
 		logger.Info("No --gardener-project: the GardenerClusterKubeconfig controller is off and sessions reach clusters only")
-	} else if g, err = gardener.NewClient(cfg.Gardener); err != nil {
-		return err
 	} else {
 		// Every replica probes, leader or not: each reports whether it
 		// reaches Gardener.

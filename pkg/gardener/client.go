@@ -1,13 +1,14 @@
 // Copyright The clustergate Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package gardener is a thin client for one Gardener project: it asks
-// Gardener for short-lived admin kubeconfigs of the project's Shoots through
-// the shoots/adminkubeconfig subresource, and names the groups Gardener
-// binds on every Shoot.
+// Package gardener is a thin client of Gardener: it resolves projects to
+// their namespaces (projects.go), asks Gardener for short-lived admin
+// kubeconfigs of the projects' Shoots through the shoots/adminkubeconfig
+// subresource, and names the groups Gardener binds on every Shoot.
 package gardener
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/json"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 )
 
 // MinExpiration is the shortest validity Gardener issues a kubeconfig for.
@@ -33,7 +35,8 @@ const MinExpiration = 10 * time.Minute
 type Config struct {
 	// Kubeconfig is the path of a kubeconfig for the Gardener API server.
 	Kubeconfig string
-	// Project is the Gardener project; its Shoots live in namespace garden-<project>.
+	// Project is the default Gardener project: that of Shoots named without
+	// one outside a project's namespace, and the one the probe lists.
 	Project string
 	// QPS and Burst bound the requests sent to Gardener.
 	QPS   float32
@@ -123,21 +126,33 @@ func ReasonOf(err error) Reason {
 	return GardenerUnavailable
 }
 
+// Shoot names a Shoot of a Gardener project.
+type Shoot struct {
+	Project, Name string
+}
+
+// String is "<project>/<name>", as messages name a Shoot.
+func (s Shoot) String() string { return s.Project + "/" + s.Name }
+
 // Requester asks Gardener for kubeconfigs: what the controllers need of
 // Gardener. *Client is the real one.
 type Requester interface {
-	RequestKubeconfig(ctx context.Context, shoot string, expiration time.Duration) (Kubeconfig, error)
+	RequestKubeconfig(ctx context.Context, shoot Shoot, expiration time.Duration) (Kubeconfig, error)
 }
 
 var _ Requester = &Client{}
 
-// Client requests kubeconfigs for the Shoots of one project.
+// Client requests kubeconfigs for the Shoots of any project, in the
+// project's namespace as its Project object names it.
 type Client struct {
-	rest      rest.Interface
-	namespace string
+	rest rest.Interface
+	// Projects resolves and keeps the projects' namespaces.
+	Projects *Projects
+	// project is the default project, which the probe lists.
+	project string
 }
 
-// NewClient returns a client for the project of cfg.
+// NewClient returns a client whose default project is that of cfg.
 func NewClient(cfg Config) (*Client, error) {
 	if cfg.Project == "" {
 		return nil, errors.New("a Gardener project is required")
@@ -150,8 +165,8 @@ func NewClient(cfg Config) (*Client, error) {
 	return NewClientForConfig(restConfig, cfg.Project)
 }
 
-// NewClientForConfig returns a client for project that reaches Gardener
-// with restConfig.
+// NewClientForConfig returns a client with the default project project
+// that reaches Gardener with restConfig.
 func NewClientForConfig(restConfig *rest.Config, project string) (*Client, error) {
 	c := rest.CopyConfig(restConfig)
 	c.APIPath = "/apis"
@@ -162,18 +177,26 @@ func NewClientForConfig(restConfig *rest.Config, project string) (*Client, error
 	if err != nil {
 		return nil, err
 	}
-	return &Client{rest: client, namespace: "garden-" + project}, nil
+	// Every series of the default project exists from the start at zero,
+	// so that rate() and increase() count its first request of each kind
+	// too; those of other projects appear with their first request.
+	initMetrics(project)
+	return &Client{rest: client, Projects: NewProjects(client, clock.RealClock{}), project: project}, nil
 }
 
-// Namespace is the project's namespace in the garden.
-func (c *Client) Namespace() string { return c.namespace }
-
 // RequestKubeconfig asks Gardener for an admin kubeconfig of shoot, valid
-// for expiration (at least MinExpiration). The expiry is read from
-// Gardener's answer, which may cap the validity.
-func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, expiration time.Duration) (_ Kubeconfig, err error) {
+// for expiration (at least MinExpiration), in the namespace of the shoot's
+// project. The expiry is read from Gardener's answer, which may cap the
+// validity. A Shoot without a project, of an object stored before
+// projects were named, is of the default project.
+func (c *Client) RequestKubeconfig(ctx context.Context, shoot Shoot, expiration time.Duration) (_ Kubeconfig, err error) {
+	shoot.Project = cmp.Or(shoot.Project, c.project)
+	namespace, err := c.Projects.Namespace(ctx, shoot.Project)
+	if err != nil {
+		return Kubeconfig{}, err
+	}
 	seconds := int64(max(expiration, MinExpiration) / time.Second)
-	defer func(start time.Time) { observe(operationAdmin, start, err) }(time.Now())
+	defer func(start time.Time) { observe(operationAdmin, shoot.Project, start, err) }(time.Now())
 	body, err := json.Marshal(authenticationv1alpha1.AdminKubeconfigRequest{
 		TypeMeta: metav1.TypeMeta{APIVersion: authenticationv1alpha1.SchemeGroupVersion.String(), Kind: "AdminKubeconfigRequest"},
 		Spec:     authenticationv1alpha1.AdminKubeconfigRequestSpec{ExpirationSeconds: &seconds},
@@ -181,7 +204,7 @@ func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, expiration
 	if err != nil {
 		return Kubeconfig{}, err
 	}
-	raw, err := c.rest.Post().Namespace(c.namespace).Resource("shoots").Name(shoot).SubResource(operationAdmin).
+	raw, err := c.rest.Post().Namespace(namespace).Resource("shoots").Name(shoot.Name).SubResource(operationAdmin).
 		Body(body).Do(ctx).Raw()
 	if err != nil {
 		return Kubeconfig{}, classify(shoot, err)
@@ -202,10 +225,10 @@ func (c *Client) RequestKubeconfig(ctx context.Context, shoot string, expiration
 	return kc, nil
 }
 
-func classify(shoot string, err error) error {
+func classify(shoot Shoot, err error) error {
 	switch {
 	case apierrors.IsNotFound(err):
-		return &Error{Reason: ShootNotFound, Err: fmt.Errorf("shoot %q not found", shoot)}
+		return &Error{Reason: ShootNotFound, Err: fmt.Errorf("shoot %q not found in project %q", shoot.Name, shoot.Project)}
 	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 		return &Error{Reason: Forbidden, Err: err}
 	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):

@@ -4,6 +4,7 @@
 package gardener
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -43,6 +44,16 @@ func TestRequestKubeconfig(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusFailure, Code: int32(code), Reason: reason})
 		}
 		switch r.URL.Path {
+		case "/apis/core.gardener.cloud/v1beta1/projects/p":
+			_, _ = w.Write([]byte(`{"spec":{"namespace":"garden-p"}}`))
+		case "/apis/core.gardener.cloud/v1beta1/projects/shop":
+			// A project's namespace need not be garden-<name>.
+			_, _ = w.Write([]byte(`{"spec":{"namespace":"garden-shopping"}}`))
+		case "/apis/core.gardener.cloud/v1beta1/projects/new":
+			// Not reconciled yet: no namespace.
+			_, _ = w.Write([]byte(`{"spec":{}}`))
+		case "/apis/core.gardener.cloud/v1beta1/projects/gone":
+			status(http.StatusNotFound, metav1.StatusReasonNotFound)
 		case "/apis/core.gardener.cloud/v1beta1/namespaces/garden-p/shoots/missing/adminkubeconfig":
 			status(http.StatusNotFound, metav1.StatusReasonNotFound)
 		case "/apis/core.gardener.cloud/v1beta1/namespaces/garden-p/shoots/secret/adminkubeconfig":
@@ -63,6 +74,8 @@ func TestRequestKubeconfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
+		// project is "p" unless set.
+		project    string
 		shoot      string
 		expiration time.Duration
 		wantPath   string
@@ -77,10 +90,15 @@ func TestRequestKubeconfig(t *testing.T) {
 		{shoot: "secret", expiration: time.Hour, wantSecs: 3600, wantReason: Forbidden},
 		{shoot: "new", expiration: time.Hour, wantSecs: 3600, wantReason: ShootNotReady},
 		{shoot: "broken", expiration: time.Hour, wantSecs: 3600, wantReason: GardenerUnavailable},
+		{project: "shop", shoot: "prod", expiration: time.Hour, wantSecs: 3600,
+			wantPath: "/apis/core.gardener.cloud/v1beta1/namespaces/garden-shopping/shoots/prod/adminkubeconfig"},
+		{project: "gone", shoot: "prod", expiration: time.Hour, wantReason: ProjectNotFound},
+		{project: "new", shoot: "prod", expiration: time.Hour, wantReason: ProjectNotFound},
 	}
 	for _, tt := range tests {
-		t.Run(tt.shoot, func(t *testing.T) {
-			kc, err := client.RequestKubeconfig(context.Background(), tt.shoot, tt.expiration)
+		t.Run(tt.project+"/"+tt.shoot, func(t *testing.T) {
+			gotSeconds = 0
+			kc, err := client.RequestKubeconfig(context.Background(), Shoot{Project: cmp.Or(tt.project, "p"), Name: tt.shoot}, tt.expiration)
 			if gotSeconds != tt.wantSecs {
 				t.Errorf("expirationSeconds = %d, want %d", gotSeconds, tt.wantSecs)
 			}
@@ -108,7 +126,7 @@ func TestUnreachableGardener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = client.RequestKubeconfig(context.Background(), "c", time.Hour)
+	_, err = client.RequestKubeconfig(context.Background(), Shoot{Project: "p", Name: "c"}, time.Hour)
 	if ReasonOf(err) != GardenerUnavailable {
 		t.Errorf("got %v, want GardenerUnavailable", err)
 	}

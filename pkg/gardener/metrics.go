@@ -15,10 +15,11 @@ import (
 )
 
 // Values of the operation label: the subresource a kubeconfig comes from,
-// and the probe.
+// the read of a Project, and the probe.
 const (
-	operationAdmin = "adminkubeconfig"
-	operationProbe = "probe"
+	operationAdmin   = "adminkubeconfig"
+	operationProject = "project"
+	operationProbe   = "probe"
 )
 
 // resultSuccess is the result label of a request that succeeded; a failed
@@ -28,10 +29,10 @@ const resultSuccess = "Success"
 var (
 	requests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "gardener", Name: "requests_total",
-		Help: "Requests to Gardener, by operation (adminkubeconfig, probe) and result " +
-			"(Success, or why it failed: ShootNotFound, Forbidden, ShootNotReady, GardenerUnavailable).",
+		Help: "Requests to Gardener, by operation (adminkubeconfig, project, probe), Gardener project and result " +
+			"(Success, or why it failed: ShootNotFound, ProjectNotFound, Forbidden, ShootNotReady, GardenerUnavailable).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"operation", "result"})
+	}, []string{"operation", "project", "result"})
 	requestDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace: "clustergate", Subsystem: "gardener", Name: "request_duration_seconds",
 		Help:           "Duration of requests to Gardener, failed ones included, by operation.",
@@ -42,28 +43,35 @@ var (
 
 func init() {
 	legacyregistry.MustRegister(requests, requestDuration)
-	// Every series exists from the start at zero, so that rate() and
-	// increase() count the first request of each kind too.
-	for _, op := range []string{operationAdmin, operationProbe} {
-		for _, result := range []Reason{resultSuccess, ShootNotFound, Forbidden, ShootNotReady, GardenerUnavailable} {
-			requests.WithLabelValues(op, string(result))
-		}
+	for _, op := range []string{operationAdmin, operationProject, operationProbe} {
 		requestDuration.WithLabelValues(op)
 	}
 }
 
-// observe records a request to Gardener that started at start and ended
-// with err.
-func observe(operation string, start time.Time, err error) {
+// initMetrics makes every request series of project exist at zero.
+func initMetrics(project string) {
+	for _, op := range []string{operationAdmin, operationProject, operationProbe} {
+		for _, result := range []Reason{resultSuccess, ShootNotFound, ProjectNotFound, Forbidden, ShootNotReady, GardenerUnavailable} {
+			requests.WithLabelValues(op, project, string(result))
+		}
+	}
+}
+
+// observe records a request to Gardener about project that started at
+// start and ended with err. The project label is bounded by the projects
+// whose Shoots sessions and kept kubeconfigs name, which users can name
+// only with a grant in them (TargetAccess) or, for an unknown project, at
+// most once per projectMissingTTL each.
+func observe(operation, project string, start time.Time, err error) {
 	result := resultSuccess
 	if err != nil {
 		result = string(ReasonOf(err))
 	}
-	requests.WithLabelValues(operation, result).Inc()
+	requests.WithLabelValues(operation, project, result).Inc()
 	requestDuration.WithLabelValues(operation).Observe(time.Since(start).Seconds())
 }
 
-// Probe lists one Shoot of the project every interval until ctx ends, so
+// Probe lists one Shoot of the default project every interval until ctx ends, so
 // that the request metrics tell whether Gardener answers even while no
 // kubeconfig is due; a change of answer is logged. A zero interval probes
 // never.
@@ -71,7 +79,7 @@ func (c *Client) Probe(ctx context.Context, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	logger := klog.FromContext(ctx).WithValues("namespace", c.namespace)
+	logger := klog.FromContext(ctx).WithValues("project", c.project)
 	last := Reason(resultSuccess)
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		err := c.probe(ctx)
@@ -93,17 +101,22 @@ func (c *Client) Probe(ctx context.Context, interval time.Duration) {
 	}, interval)
 }
 
-// probe lists one Shoot of the project and records the request, unless
-// ctx ended meanwhile: stopping is no answer from Gardener.
+// probe lists one Shoot of the default project and records the request,
+// unless ctx ended meanwhile: stopping is no answer from Gardener. A
+// project that cannot be resolved fails the probe with the reason why.
 func (c *Client) probe(ctx context.Context) (err error) {
+	namespace, err := c.Projects.Namespace(ctx, c.project)
+	if err != nil {
+		return err
+	}
 	defer func(start time.Time) {
 		if ctx.Err() == nil {
-			observe(operationProbe, start, err)
+			observe(operationProbe, c.project, start, err)
 		}
 	}(time.Now())
 	// The list itself is of no interest, and the client has no scheme to
 	// decode it with.
-	_, err = c.rest.Get().Namespace(c.namespace).Resource("shoots").Param("limit", "1").Do(ctx).Raw()
+	_, err = c.rest.Get().Namespace(namespace).Resource("shoots").Param("limit", "1").Do(ctx).Raw()
 	return probeError(err)
 }
 

@@ -24,6 +24,11 @@ func TestRequestMetrics(t *testing.T) {
 	answer := http.StatusOK
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/apis/core.gardener.cloud/v1beta1/projects/p" {
+			// The project's namespace is kept after the first answer.
+			_, _ = w.Write([]byte(`{"kind":"Project","apiVersion":"core.gardener.cloud/v1beta1","spec":{"namespace":"garden-p"}}`))
+			return
+		}
 		if answer != http.StatusOK {
 			w.WriteHeader(answer)
 			_ = json.NewEncoder(w).Encode(metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
@@ -53,12 +58,12 @@ func TestRequestMetrics(t *testing.T) {
 	}{
 		{name: "admin kubeconfig", code: http.StatusOK, operation: operationAdmin, result: "Success", wantSucceeded: true,
 			call: func(ctx context.Context) error {
-				_, err := client.RequestKubeconfig(ctx, "c", time.Hour)
+				_, err := client.RequestKubeconfig(ctx, Shoot{Project: "p", Name: "c"}, time.Hour)
 				return err
 			}},
 		{name: "admin kubeconfig refused", code: http.StatusForbidden, operation: operationAdmin, result: "Forbidden",
 			call: func(ctx context.Context) error {
-				_, err := client.RequestKubeconfig(ctx, "c", time.Hour)
+				_, err := client.RequestKubeconfig(ctx, Shoot{Project: "p", Name: "c"}, time.Hour)
 				return err
 			}},
 		{name: "probe answered", code: http.StatusOK, operation: operationProbe, result: "Success", wantSucceeded: true, call: client.probe},
@@ -68,7 +73,7 @@ func TestRequestMetrics(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			answer = tt.code
-			before, err := testutil.GetCounterMetricValue(requests.WithLabelValues(tt.operation, tt.result))
+			before, err := testutil.GetCounterMetricValue(requests.WithLabelValues(tt.operation, "p", tt.result))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +84,7 @@ func TestRequestMetrics(t *testing.T) {
 			if err := tt.call(context.Background()); (err == nil) != tt.wantSucceeded {
 				t.Fatalf("error = %v, want success %v", err, tt.wantSucceeded)
 			}
-			if got, _ := testutil.GetCounterMetricValue(requests.WithLabelValues(tt.operation, tt.result)); got != before+1 {
+			if got, _ := testutil.GetCounterMetricValue(requests.WithLabelValues(tt.operation, "p", tt.result)); got != before+1 {
 				t.Errorf("requests_total{operation=%q,result=%q} = %v, want %v", tt.operation, tt.result, got, before+1)
 			}
 			if got, _ := testutil.GetHistogramMetricCount(requestDuration.WithLabelValues(tt.operation)); got != timed+1 {

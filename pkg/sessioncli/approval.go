@@ -83,7 +83,7 @@ func newPolicyCommand(g *globals) *cobra.Command {
 	}
 	o := &openOptions{}
 	test := &cobra.Command{
-		Use:   "test shoot/NAME|cluster/NAME --access GROUP [--ttl DURATION] [--namespaces NS,...] [--reason TEXT] [--for USER]",
+		Use:   "test shoot/[PROJECT/]NAME|cluster/NAME --access GROUP [--ttl DURATION] [--namespaces NS,...] [--reason TEXT] [--for USER]",
 		Short: "Say which SessionApprovalPolicy would govern the session open would create, and who would approve it",
 		Long: `Say which SessionApprovalPolicy would govern the session that open would create with the
 same arguments, whether it would wait for approval, how many approvers and who, or whether

@@ -27,7 +27,7 @@ type lockOptions struct {
 func newLockCommand(g *globals) *cobra.Command {
 	o := &lockOptions{}
 	cmd := &cobra.Command{
-		Use: "lock [--user USER] [--dataplane-user NAME]... [--group GROUP] [--target shoot/NAME|cluster/NAME] [--namespace NS] " +
+		Use: "lock [--user USER] [--dataplane-user NAME]... [--group GROUP] [--target shoot/[PROJECT/]NAME|cluster/NAME] [--namespace NS] " +
 			"--reason TEXT [--ttl DURATION] [--name NAME]",
 		Short: "Lock the sessions that match, all that is given, and print the lock's name",
 		Long: `A SessionLock freezes the sessions it matches: while it is in force, they cannot be
@@ -67,7 +67,7 @@ What the lock holds is printed to stderr; stdout has the lock's name alone.`,
 	cmd.Flags().StringArrayVar(&o.dataPlaneUsers, "dataplane-user", nil,
 		"Lock the sessions of this data-plane owner too, by the name with its issuer's prefix (dataplane:...), as one person with --user; repeatable.")
 	cmd.Flags().StringVar(&o.group, "group", "", "Lock the sessions whose owner is in this group.")
-	cmd.Flags().StringVar(&o.target, "target", "", "Lock the sessions to this target: shoot/NAME or cluster/NAME.")
+	cmd.Flags().StringVar(&o.target, "target", "", "Lock the sessions to this target: shoot/NAME (in every project), shoot/PROJECT/NAME or cluster/NAME.")
 	// Locks are cluster-scoped: here -n/--namespace is the namespace of
 	// the sessions to lock, not kubectl's namespace of the request.
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "Lock the sessions in this namespace.")

@@ -50,7 +50,7 @@ func TestLockOptions(t *testing.T) {
 		{name: "cluster target, group and namespace", o: lockOptions{target: "cluster/mc-1", group: "sre", namespace: "team-a", reason: "r"},
 			want: v1alpha1.SessionLock{ObjectMeta: metav1.ObjectMeta{GenerateName: "lock-"}, Spec: v1alpha1.SessionLockSpec{
 				Group: "sre", Namespace: "team-a", Target: &v1alpha1.SessionLockTarget{Cluster: &v1alpha1.LocalSecretReference{Name: "mc-1"}}, Reason: "r"}}},
-		{name: "bad target", o: lockOptions{target: "pod/x", reason: "r"}, wantErr: "must be shoot/NAME or cluster/NAME"},
+		{name: "bad target", o: lockOptions{target: "pod/x", reason: "r"}, wantErr: "must be shoot/NAME, shoot/PROJECT/NAME or cluster/NAME"},
 		{name: "negative ttl", o: lockOptions{user: "alice", reason: "r", ttl: -time.Minute}, wantErr: "--ttl must not be negative"},
 	}
 	for _, tt := range tests {

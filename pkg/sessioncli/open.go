@@ -37,7 +37,7 @@ type openOptions struct {
 func newOpenCommand(g *globals) *cobra.Command {
 	o := &openOptions{}
 	cmd := &cobra.Command{
-		Use:   "open shoot/NAME|cluster/NAME --access GROUP --ttl DURATION [--namespaces NS,...] [--reason TEXT] [--for USER] [--name NAME] [--wait] [--kubeconfig-out FILE]",
+		Use:   "open shoot/[PROJECT/]NAME|cluster/NAME --access GROUP --ttl DURATION [--namespaces NS,...] [--reason TEXT] [--for USER] [--name NAME] [--wait] [--kubeconfig-out FILE]",
 		Short: "Open a session and print its name; with --wait, wait until it is Ready and write its kubeconfig",
 		Long: `Open a session to a target and print its name; with --wait, wait until it is Ready
 and write its kubeconfig.
@@ -119,17 +119,22 @@ func (o *openOptions) session(target string) (*v1alpha1.Session, error) {
 	return s, nil
 }
 
-// parseTarget reads shoot/NAME or cluster/NAME.
+// parseTarget reads shoot/NAME, shoot/PROJECT/NAME (a Shoot of the
+// Gardener project PROJECT) or cluster/NAME, as the TARGET column prints
+// them.
 func parseTarget(target string) (v1alpha1.SessionTarget, error) {
 	kind, name, ok := strings.Cut(target, "/")
+	project, shoot, inProject := strings.Cut(name, "/")
 	switch {
 	case !ok || name == "":
-	case kind == "shoot":
+	case kind == "shoot" && !inProject:
 		return v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: name}}, nil
+	case kind == "shoot" && project != "" && shoot != "" && !strings.Contains(shoot, "/"):
+		return v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: shoot, Project: project}}, nil
 	case kind == "cluster":
 		return v1alpha1.SessionTarget{Cluster: &v1alpha1.ClusterTarget{KubeconfigSecretRef: v1alpha1.LocalSecretReference{Name: name}}}, nil
 	}
-	return v1alpha1.SessionTarget{}, fmt.Errorf("the target %q must be shoot/NAME or cluster/NAME", target)
+	return v1alpha1.SessionTarget{}, fmt.Errorf("the target %q must be shoot/NAME, shoot/PROJECT/NAME or cluster/NAME", target)
 }
 
 // waitReady waits until the session is Ready and returns it, or returns

@@ -37,6 +37,10 @@ func TestParseTarget(t *testing.T) {
 		{in: "cluster/mc-1", want: v1alpha1.SessionTarget{Cluster: &v1alpha1.ClusterTarget{KubeconfigSecretRef: v1alpha1.LocalSecretReference{Name: "mc-1"}}}},
 		{in: "local", wantErr: true},
 		{in: "shoot/", wantErr: true},
+		{in: "shoot/shop/prod", want: v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: "prod", Project: "shop"}}},
+		{in: "shoot//prod", wantErr: true},
+		{in: "shoot/shop/", wantErr: true},
+		{in: "shoot/a/b/c", wantErr: true},
 		{in: "pod/x", wantErr: true},
 	}
 	for _, tt := range tests {
@@ -122,7 +126,7 @@ func TestArguments(t *testing.T) {
 	}{
 		{args: []string{"open", "shoot/local", "--ttl", "1h"}, want: `required flag(s) "access" not set`},
 		{args: []string{"open", "--access", "admin", "--ttl", "1h"}, want: "accepts 1 arg(s)"},
-		{args: []string{"open", "pod/x", "--access", "admin", "--ttl", "1h"}, want: "must be shoot/NAME or cluster/NAME"},
+		{args: []string{"open", "pod/x", "--access", "admin", "--ttl", "1h"}, want: "must be shoot/NAME, shoot/PROJECT/NAME or cluster/NAME"},
 		{args: []string{"extend", "s", "soon"}, want: "is not a duration"},
 		{args: []string{"extend", "s"}, want: "accepts 2 arg(s)"},
 		{args: []string{"approve"}, want: "accepts 1 arg(s)"},
@@ -130,7 +134,7 @@ func TestArguments(t *testing.T) {
 		{args: []string{"revoke", "s", "--user", "bob"}, want: "either one session or --user"},
 		{args: []string{"list", "-o", "table"}, want: `unable to match a printer suitable for the output format "table"`},
 		{args: []string{"list", "-o", "custom-columns="}, want: "no custom columns given"},
-		{args: []string{"lock", "--target", "pod/x", "--reason", "r"}, want: "must be shoot/NAME or cluster/NAME"},
+		{args: []string{"lock", "--target", "pod/x", "--reason", "r"}, want: "must be shoot/NAME, shoot/PROJECT/NAME or cluster/NAME"},
 		{args: []string{"lock", "extra", "--user", "u"}, want: "unknown command"},
 		{args: []string{"unlock"}, want: "requires at least 1 arg(s)"},
 		{args: []string{"locks", "-o", "table"}, want: `unable to match a printer suitable for the output format "table"`},

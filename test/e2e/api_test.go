@@ -88,9 +88,9 @@ func TestTables(t *testing.T) {
 		row    []string
 	}{
 		{args: []string{"get", "sess"}, header: "NAME OWNER TARGET ACCESS EXPIRES READY AGE",
-			row: []string{"fix-etcd", "admin", "shoot/local", "viewer"}},
+			row: []string{"fix-etcd", "admin", "shoot/local/local", "viewer"}},
 		{args: []string{"get", "gck"}, header: "NAME SHOOT SECRET STATE LAST-SYNC AGE",
-			row: []string{"local", "local", "kubeconfig-local"}},
+			row: []string{"local", "local/local", "kubeconfig-local"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

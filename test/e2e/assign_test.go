@@ -35,7 +35,7 @@ func TestAssignNeedsTheAssignersOwnAccess(t *testing.T) {
 		{name: "an assigner claiming a granted group they are not in", kubeconfig: amy, owner: "{username: amy-too, groups: [shoot-admins]}",
 			want: `with the groups ["shoot-admins"]: that needs the verb "assign-groups"`},
 		{name: "with assign-groups, still not without the grant", kubeconfig: gus, owner: "{username: gus-too, groups: [shoot-admins]}",
-			want: fmt.Sprintf(`user "gus" may not open "admin" sessions to shoots/local in namespace %s for "gus-too": that needs the verb "admin" on shoots.clustergate.dev named "local"`, ns)},
+			want: fmt.Sprintf(`user "gus" may not open "admin" sessions to shoots/local/local in namespace %s for "gus-too": that needs the verb "admin" on shoots.clustergate.dev named "local"`, ns)},
 		{name: "an assigner with the grant, in the group they give", kubeconfig: kim, owner: "{username: kim-too, groups: [shoot-admins, system:authenticated]}"},
 	}
 	for _, tt := range tests {

@@ -120,16 +120,16 @@ func TestTargetAuthorization(t *testing.T) {
 		{name: "viewer on every shoot", kubeconfig: carol, manifest: targetSession("s", "", "viewer", "shoot/other")},
 		{name: "admin on the one shoot granted", kubeconfig: carol, manifest: targetSession("s", "", "admin", "shoot/local")},
 		{name: "admin on another shoot", kubeconfig: carol, manifest: targetSession("s", "", "admin", "shoot/other"),
-			want: `user "carol" may not open "admin" sessions to shoots/other in namespace targets`},
+			want: `user "carol" may not open "admin" sessions to shoots/local/other in namespace targets`},
 		{name: "viewer on a cluster", kubeconfig: carol, manifest: targetSession("s", "", "viewer", cluster)},
 		{name: "admin on a cluster", kubeconfig: carol, manifest: targetSession("s", "", "admin", cluster),
 			want: fmt.Sprintf(`user "carol" may not open "admin" sessions to clusters/%s in namespace targets`, localcluster.ShootTargetSecret)},
 		{name: "session-user grants no target", kubeconfig: dave, manifest: targetSession("s", "", "viewer", "shoot/local"),
-			want: `user "dave" may not open "viewer" sessions to shoots/local in namespace targets`},
+			want: `user "dave" may not open "viewer" sessions to shoots/local/local in namespace targets`},
 		{name: "nor does server-side apply", kubeconfig: dave, manifest: targetSession("s", "", "viewer", "shoot/local"), serverSide: true,
-			want: `user "dave" may not open "viewer" sessions to shoots/local in namespace targets`},
+			want: `user "dave" may not open "viewer" sessions to shoots/local/local in namespace targets`},
 		{name: "an assigned owner needs the grant", kubeconfig: root, manifest: targetSession("s", "{username: erin}", "viewer", "shoot/local"),
-			want: `user "erin" may not open "viewer" sessions to shoots/local in namespace targets`},
+			want: `user "erin" may not open "viewer" sessions to shoots/local/local in namespace targets`},
 		// TestAssignNeedsTheAssignersOwnAccess has the rest of it.
 		{name: "an assigner gives only groups they are in", kubeconfig: root, manifest: targetSession("s", "{username: erin, groups: [team]}", "admin", "shoot/local"),
 			want: `user "root" may not open a session owned by "erin" with the groups ["team"]: that needs the verb "assign-groups"`},
@@ -169,7 +169,7 @@ spec:
 		}
 		wantErr(t, create(carol, ns, gck("kept", "local"), false, false), "")
 		wantErr(t, create(carol, ns, gck("other", "other"), true, false),
-			`user "carol" may not keep a kubeconfig of shoots/other in namespace targets: that needs the verb "admin" on shoots.clustergate.dev named "other"`)
+			`user "carol" may not keep a kubeconfig of shoots/local/other in namespace targets: that needs the verb "admin" on shoots.clustergate.dev named "other"`)
 		// clustergate:kubeconfig-admin includes admin on every shoot.
 		wantErr(t, create(frank, ns, gck("other", "other"), true, false), "")
 
@@ -178,7 +178,7 @@ spec:
 		gina := userKubeconfig(t, "gina")
 		move := `{"spec":{"kubeconfig":{"secret":{"name":"kubeconfig-moved"}}}}`
 		_, err := cp.Kubectl(context.Background(), gina, nil, "-n", ns, "patch", "gck", "kept", "--type=merge", "-p", move)
-		wantErr(t, err, `user "gina" may not keep a kubeconfig of shoots/local in namespace targets`)
+		wantErr(t, err, `user "gina" may not keep a kubeconfig of shoots/local/local in namespace targets`)
 		// A change of metadata only asks nothing.
 		kubectlAs(t, gina, "-n", ns, "label", "gck", "kept", "team=yes")
 		kubectlAs(t, carol, "-n", ns, "patch", "gck", "kept", "--type=merge", "-p", move)

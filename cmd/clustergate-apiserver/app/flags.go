@@ -130,7 +130,7 @@ func (o *Options) addControllerFlags(fss *cliflag.NamedFlagSets) {
 	fs := fss.FlagSet("gardener")
 	fs.StringVar(&c.Gardener.Kubeconfig, "gardener-kubeconfig", c.Gardener.Kubeconfig, "Kubeconfig of the Gardener API server.")
 	fs.StringVar(&c.Gardener.Project, "gardener-project", c.Gardener.Project,
-		"Gardener project whose Shoots kubeconfigs and sessions are for (namespace garden-<project>). Without it the kubeconfig controller is off.")
+		"Default Gardener project: that of Shoots that sessions and kubeconfigs name without a project outside a project's namespace garden-<p> (where it is p). Without it the kubeconfig controller is off.")
 	fs.Float32Var(&c.Gardener.QPS, "gardener-qps", c.Gardener.QPS, "Requests per second to Gardener.")
 	fs.IntVar(&c.Gardener.Burst, "gardener-burst", c.Gardener.Burst, "Burst of requests to Gardener.")
 	fs.DurationVar(&c.Gardener.Timeout, "gardener-timeout", c.Gardener.Timeout, "Timeout of one request to Gardener.")

@@ -12,7 +12,8 @@
 // Both are asked of the authorizer, and so of RBAC in the core cluster, as
 // the access level's verb on the virtual resources shoots and clusters of
 // clustergate.dev, named after the shoot or the cluster's kubeconfig Secret,
-// in the object's namespace. A session scoped to some namespaces of its
+// in the object's namespace for a cluster and in the Shoot's project's
+// namespace for a Shoot (projects.go). A session scoped to some namespaces of its
 // target may also be allowed namespace by namespace, by the verb on the name
 // "<target>/<namespace>" (such as prod/shop): a Role can grant a level in a
 // namespace of a target without the whole target. The resources are listed
@@ -33,6 +34,7 @@ import (
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/initializer"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -58,12 +60,14 @@ func Register(plugins *admission.Plugins) {
 type Plugin struct {
 	*admission.Handler
 	authorizer authorizer.UnconditionalAuthorizer
+	gardener   Gardener
 }
 
 var (
 	_ admission.ValidationInterface            = &Plugin{}
 	_ admission.InitializationValidator        = &Plugin{}
 	_ initializer.WantsUnconditionalAuthorizer = &Plugin{}
+	_ WantsGardener                            = &Plugin{}
 )
 
 // New returns the plugin; it needs an authorizer before use.
@@ -73,6 +77,11 @@ func New() *Plugin {
 
 // SetUnconditionalAuthorizer sets the authorizer that decides access to targets.
 func (p *Plugin) SetUnconditionalAuthorizer(a authorizer.UnconditionalAuthorizer) { p.authorizer = a }
+
+// SetGardener sets the default project and the resolver of projects'
+// namespaces; without them a Shoot's grants count only where they did
+// before projects were named.
+func (p *Plugin) SetGardener(g Gardener) { p.gardener = g }
 
 // ValidateInitialization fails when no authorizer was set.
 func (p *Plugin) ValidateInitialization() error {
@@ -149,28 +158,34 @@ func (p *Plugin) validateSession(ctx context.Context, a admission.Attributes, s 
 }
 
 // requireTarget asks whether u holds the access level of session s on its
-// target: the level's verb on the target's name, which covers every
-// namespace of it, or, for a scoped session, on "<name>/<namespace>" for
-// each namespace of its scope that the whole-target grant does not cover.
-// So a grant on some namespaces of a target never opens the whole of it.
-// forWhom (` for "carol"`) follows the target in the refusal of an
+// target, in one of the namespaces where grants on it count
+// (grantNamespaces): the level's verb on the target's name, which covers
+// every namespace of it, or, for a scoped session, on "<name>/<namespace>"
+// for each namespace of its scope that the whole-target grant does not
+// cover. So a grant on some namespaces of a target never opens the whole
+// of it. forWhom (` for "carol"`) follows the target in the refusal of an
 // assigner. The refusal ends with what the authorizer said, of the whole
 // target first.
 func (p *Plugin) requireTarget(ctx context.Context, a admission.Attributes, u user.Info, s *clustergate.Session, forWhom string) error {
 	resource, name := target(&s.Spec.Target)
 	verb := s.Spec.AccessLevel.Group
-	allowed, why := authz.Ask(ctx, p.authorizer, attributes(u, verb, resource, name, s.Namespace))
+	where, err := p.grantNamespaces(ctx, a, s.Namespace, s.Spec.Target.Shoot, field.NewPath("spec", "target", "shoot", "project"))
+	if err != nil {
+		return err
+	}
+	allowed, why := p.askIn(ctx, u, verb, resource, name, where)
 	if allowed {
 		return nil
 	}
+	what := targetName(&s.Spec.Target)
 	rule := fmt.Sprintf("the verb %q on %s.%s named %q", verb, resource, clustergate.GroupName, name)
 	if s.Spec.Scope == nil {
-		return admission.NewForbidden(a, fmt.Errorf("user %q may not open %q sessions to %s/%s in namespace %s%s: that needs %s%s",
-			u.GetName(), verb, resource, name, s.Namespace, forWhom, rule, why))
+		return admission.NewForbidden(a, fmt.Errorf("user %q may not open %q sessions to %s/%s in namespace %s%s: that needs %s %s%s",
+			u.GetName(), verb, resource, what, s.Namespace, forWhom, rule, inNamespaces(where), why))
 	}
 	var missing, names []string
 	for _, ns := range s.Spec.Scope.Namespaces {
-		allowed, nsWhy := authz.Ask(ctx, p.authorizer, attributes(u, verb, resource, name+"/"+ns, s.Namespace))
+		allowed, nsWhy := p.askIn(ctx, u, verb, resource, name+"/"+ns, where)
 		if allowed {
 			continue
 		}
@@ -187,8 +202,23 @@ func (p *Plugin) requireTarget(ctx context.Context, a admission.Attributes, u us
 	if len(missing) > 1 {
 		scope = "namespaces "
 	}
-	return admission.NewForbidden(a, fmt.Errorf("user %q may not open %q sessions to %s%s of %s/%s in namespace %s%s: that needs %s, or named %s%s",
-		u.GetName(), verb, scope, strings.Join(missing, ", "), resource, name, s.Namespace, forWhom, rule, strings.Join(names, " and "), why))
+	return admission.NewForbidden(a, fmt.Errorf("user %q may not open %q sessions to %s%s of %s/%s in namespace %s%s: that needs %s, or named %s, %s%s",
+		u.GetName(), verb, scope, strings.Join(missing, ", "), resource, what, s.Namespace, forWhom, rule, strings.Join(names, " and "), inNamespaces(where), why))
+}
+
+// askIn asks whether u holds verb on resource name in one of namespaces,
+// in their order, and returns what the authorizer said of the first.
+func (p *Plugin) askIn(ctx context.Context, u user.Info, verb, resource, name string, namespaces []string) (allowed bool, why string) {
+	for i, ns := range namespaces {
+		ok, nsWhy := authz.Ask(ctx, p.authorizer, attributes(u, verb, resource, name, ns))
+		if ok {
+			return true, ""
+		}
+		if i == 0 {
+			why = nsWhy
+		}
+	}
+	return false, why
 }
 
 // validateKubeconfig asks whether the requester may open admin sessions to
@@ -200,9 +230,16 @@ func (p *Plugin) validateKubeconfig(ctx context.Context, a admission.Attributes,
 		return admission.NewForbidden(a, errors.New("no authenticated user"))
 	}
 	shoot := k.Spec.Shoot.Name
-	return authz.Require(ctx, p.authorizer, attributes(requester, v1alpha1.AccessLevelAdmin, v1alpha1.ResourceShoots, shoot, k.Namespace), a,
-		fmt.Sprintf("user %q may not keep a kubeconfig of %s/%s in namespace %s: that needs the verb %q on %s.%s named %q",
-			requester.GetName(), v1alpha1.ResourceShoots, shoot, k.Namespace, v1alpha1.AccessLevelAdmin, v1alpha1.ResourceShoots, clustergate.GroupName, shoot))
+	where, err := p.grantNamespaces(ctx, a, k.Namespace, &k.Spec.Shoot, field.NewPath("spec", "shoot", "project"))
+	if err != nil {
+		return err
+	}
+	if allowed, why := p.askIn(ctx, requester, v1alpha1.AccessLevelAdmin, v1alpha1.ResourceShoots, shoot, where); !allowed {
+		return admission.NewForbidden(a, fmt.Errorf("user %q may not keep a kubeconfig of %s/%s in namespace %s: that needs the verb %q on %s.%s named %q %s%s",
+			requester.GetName(), v1alpha1.ResourceShoots, v1alpha1.ShootTargetName(k.Spec.Shoot.Project, shoot), k.Namespace,
+			v1alpha1.AccessLevelAdmin, v1alpha1.ResourceShoots, clustergate.GroupName, shoot, inNamespaces(where), why))
+	}
+	return nil
 }
 
 // target returns the virtual resource and name of a session target, or
@@ -215,6 +252,15 @@ func target(t *clustergate.SessionTarget) (resource, name string) {
 		return v1alpha1.ResourceClusters, t.Cluster.KubeconfigSecretRef.Name
 	}
 	return "", ""
+}
+
+// targetName is the target as refusals name it: a Shoot with its project.
+func targetName(t *clustergate.SessionTarget) string {
+	if t.Shoot != nil {
+		return v1alpha1.ShootTargetName(t.Shoot.Project, t.Shoot.Name)
+	}
+	_, name := target(t)
+	return name
 }
 
 func attributes(u user.Info, verb, resource, name, namespace string) authorizer.AttributesRecord {

@@ -64,16 +64,21 @@ type AccessLevel struct {
 
 // SessionTarget names the cluster of a session: exactly one member is set.
 type SessionTarget struct {
-	// Shoot is a Gardener Shoot in the server's Gardener project.
+	// Shoot is a Gardener Shoot.
 	Shoot *ShootReference
 	// Cluster is a cluster reached through a kubeconfig Secret.
 	Cluster *ClusterTarget
 }
 
-// ShootReference names a Gardener Shoot in the server's Gardener project.
+// ShootReference names a Gardener Shoot of a project.
 type ShootReference struct {
 	// Name is the Shoot's name.
 	Name string
+	// Project is the name of the Shoot's Gardener project (not its
+	// namespace). Empty names the default project: that of the object's
+	// namespace when it is a project namespace, else the server's
+	// --gardener-project. The server fills it in at create.
+	Project string
 }
 
 // ClusterTarget is a cluster whose credentials are minted with a
@@ -243,7 +248,8 @@ type GardenerClusterKubeconfig struct {
 
 // GardenerClusterKubeconfigSpec names the Shoot and the Secret to keep.
 type GardenerClusterKubeconfigSpec struct {
-	// Shoot is the Gardener Shoot whose kubeconfig is kept.
+	// Shoot is the Gardener Shoot whose kubeconfig is kept; its project, if
+	// empty, is filled in at create as for a session.
 	Shoot ShootReference
 	// Kubeconfig says where the kubeconfig is written.
 	Kubeconfig KubeconfigTarget
@@ -339,7 +345,7 @@ type SessionLockSpec struct {
 // SessionLockTarget names a target as sessions name it: exactly one member
 // is set.
 type SessionLockTarget struct {
-	// Shoot is a Gardener Shoot of the server's project, by name.
+	// Shoot is a Gardener Shoot, by name and, if given, project.
 	Shoot *ShootReference
 	// Cluster is a cluster target, by the name of its kubeconfig Secret.
 	Cluster *LocalSecretReference

@@ -21,7 +21,7 @@ type Gardener struct {
 }
 
 // RequestKubeconfig implements gardener.Requester.
-func (g Gardener) RequestKubeconfig(context.Context, string, time.Duration) (gardener.Kubeconfig, error) {
+func (g Gardener) RequestKubeconfig(context.Context, gardener.Shoot, time.Duration) (gardener.Kubeconfig, error) {
 	return g.Kubeconfig, g.Err
 }
 

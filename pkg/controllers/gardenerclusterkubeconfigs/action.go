@@ -140,14 +140,14 @@ func NextAction(o Observed, cfg Config) Action {
 		return a
 	}
 	if a.Type == UpdateStatus && o.Object.Status.State == v1alpha1.KubeconfigStateLocked && a.Status.State != v1alpha1.KubeconfigStateLocked {
-		a.Event, a.EventMessage = v1alpha1.KubeconfigReasonUnlocked, "No SessionLock holds shoot "+o.Object.Spec.Shoot.Name+" any more: kubeconfigs are written again"
+		a.Event, a.EventMessage = v1alpha1.KubeconfigReasonUnlocked, "No SessionLock holds shoot "+shootName(o.Object)+" any more: kubeconfigs are written again"
 	}
 	f := o.Failure
 	if a.Type != WriteKubeconfig || f == nil {
 		return a
 	}
 	retry := f.RetryAt(time.Second, cfg.GardenerRetry)
-	if f.Reason == string(gardener.ShootNotFound) {
+	if f.Reason == string(gardener.ShootNotFound) || f.Reason == string(gardener.ProjectNotFound) {
 		retry = f.At.Add(cfg.GardenerRetry)
 	}
 	if !o.Now.Before(retry) {
@@ -225,7 +225,7 @@ func nextAction(o Observed, cfg Config) Action {
 // comes when the lock expires, or with the lock's change.
 func lockedAction(o Observed) Action {
 	obj, lock := o.Object, o.Lock
-	msg := v1alpha1.LockMessage(lock.Name, lock.Spec.Reason) + ": no kubeconfig is written for shoot " + obj.Spec.Shoot.Name + " while it holds"
+	msg := v1alpha1.LockMessage(lock.Name, lock.Spec.Reason) + ": no kubeconfig is written for shoot " + shootName(obj) + " while it holds"
 	if o.Secret != nil && ownership(obj, o.Secret) == owned {
 		if w, ok := readWritten(o.Secret, obj.Spec.Kubeconfig.Secret.Key); ok && o.Now.Before(w.expiresAt) {
 			msg += fmt.Sprintf("; the kubeconfig in Secret %s stays valid until %s and is not renewed", o.Secret.Name, w.expiresAt.UTC().Format(time.RFC3339))
@@ -380,4 +380,9 @@ func hasFinalizer(obj *v1alpha1.GardenerClusterKubeconfig) bool {
 		}
 	}
 	return false
+}
+
+// shootName is the object's Shoot as messages name it, <project>/<name>.
+func shootName(obj *v1alpha1.GardenerClusterKubeconfig) string {
+	return v1alpha1.ShootTargetName(obj.Spec.Shoot.Project, obj.Spec.Shoot.Name)
 }

@@ -26,7 +26,7 @@ var (
 	}, []string{"reason"})
 	writeFailures = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "kubeconfig", Name: "write_failures_total",
-		Help: "Kubeconfig writes that failed, by reason: Gardener issued none (ShootNotFound, Forbidden, ShootNotReady, " +
+		Help: "Kubeconfig writes that failed, by reason: Gardener issued none (ShootNotFound, ProjectNotFound, Forbidden, ShootNotReady, " +
 			"GardenerUnavailable) or the Secret could not be written (SecretWriteFailed).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
@@ -39,7 +39,7 @@ func init() {
 	for _, r := range []string{v1alpha1.KubeconfigReasonCreated, v1alpha1.KubeconfigReasonRotated, v1alpha1.KubeconfigReasonForced, v1alpha1.KubeconfigReasonRepaired, v1alpha1.KubeconfigReasonAdopted} {
 		writes.WithLabelValues(r)
 	}
-	for _, r := range []gardener.Reason{gardener.ShootNotFound, gardener.Forbidden, gardener.ShootNotReady, gardener.GardenerUnavailable, ReasonSecretWriteFailed} {
+	for _, r := range []gardener.Reason{gardener.ShootNotFound, gardener.ProjectNotFound, gardener.Forbidden, gardener.ShootNotReady, gardener.GardenerUnavailable, ReasonSecretWriteFailed} {
 		writeFailures.WithLabelValues(string(r))
 	}
 }

@@ -57,7 +57,7 @@ func (c *Controller) observe(ctx context.Context, obj *v1alpha1.GardenerClusterK
 	if err != nil {
 		return o, err
 	}
-	o.Lock = v1alpha1.MatchingKubeconfigLock(locks, obj.Namespace, obj.Spec.Shoot.Name, o.Now)
+	o.Lock = v1alpha1.MatchingKubeconfigLock(locks, obj.Namespace, obj.Spec.Shoot, o.Now)
 	ref := obj.Spec.Kubeconfig.Secret
 	secret, err := c.secrets.Secrets(ref.Namespace).Get(ref.Name)
 	if apierrors.IsNotFound(err) {

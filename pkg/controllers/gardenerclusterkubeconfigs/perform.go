@@ -87,13 +87,14 @@ func (c *Controller) perform(ctx context.Context, o Observed, a Action) error {
 func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) error {
 	obj := o.Object
 	start := c.clock.Now()
-	kc, err := c.gardener.RequestKubeconfig(ctx, obj.Spec.Shoot.Name, c.opts.Expiration)
+	shoot := gardener.Shoot{Project: obj.Spec.Shoot.Project, Name: obj.Spec.Shoot.Name}
+	kc, err := c.gardener.RequestKubeconfig(ctx, shoot, c.opts.Expiration)
 	if err != nil {
 		reason := gardener.ReasonOf(err)
 		writeFailures.WithLabelValues(string(reason)).Inc()
 		c.recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "RequestKubeconfig",
-			"Requesting a kubeconfig for shoot %q failed: %v", obj.Spec.Shoot.Name, err)
-		c.failures.Record(obj.UID, string(reason), fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", obj.Spec.Shoot.Name, err), c.clock.Now())
+			"Requesting a kubeconfig for shoot %q failed: %v", shootName(obj), err)
+		c.failures.Record(obj.UID, string(reason), fmt.Sprintf("requesting a kubeconfig for shoot %q: %v", shootName(obj), err), c.clock.Now())
 		return nil
 	}
 

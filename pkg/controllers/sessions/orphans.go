@@ -5,6 +5,9 @@ package sessions
 
 import (
 	"context"
+	"maps"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +18,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/credentials"
+	"github.com/clustergate/clustergate/pkg/gardener"
 )
 
 // A session's RoleBindings outlive it when its target could not be reached
@@ -102,14 +107,14 @@ func (c *Controller) knownTargets(ctx context.Context) []sweptTarget {
 	}
 	for _, s := range sessions {
 		if Scoped(s) && s.Spec.Target.Shoot != nil {
-			shoots.Insert(s.Spec.Target.Shoot.Name)
+			shoots.Insert(shootOf(s))
 		}
 	}
-	for _, name := range sets.List(shoots) {
-		if t, problem := c.shoots.target(ctx, name, c.clock.Now()); problem == nil {
-			out = append(out, sweptTarget{kind: targetKindShoot, name: name, target: t})
+	for _, shoot := range slices.SortedFunc(maps.Keys(shoots), func(a, b gardener.Shoot) int { return strings.Compare(a.String(), b.String()) }) {
+		if t, problem := c.shoots.target(ctx, shoot, c.clock.Now()); problem == nil {
+			out = append(out, sweptTarget{kind: targetKindShoot, name: v1alpha1.ShootTargetName(shoot.Project, shoot.Name), target: t})
 		} else {
-			logger.V(2).Info("Shoot not reached for the orphan sweep", "shoot", name, "reason", problem.Reason, "message", problem.Message)
+			logger.V(2).Info("Shoot not reached for the orphan sweep", "shoot", shoot.String(), "reason", problem.Reason, "message", problem.Message)
 		}
 	}
 	return out

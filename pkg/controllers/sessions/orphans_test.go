@@ -119,7 +119,7 @@ func TestKnownTargets(t *testing.T) {
 	sessions := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	shootOf := func(name string) func(*v1alpha1.Session) {
 		return func(s *v1alpha1.Session) {
-			s.Spec.Target = v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: name}}
+			s.Spec.Target = v1alpha1.SessionTarget{Shoot: &v1alpha1.ShootReference{Name: name, Project: "local"}}
 		}
 	}
 	for _, s := range []*v1alpha1.Session{
@@ -133,7 +133,7 @@ func TestKnownTargets(t *testing.T) {
 	g := &countingGardener{kubeconfig: gardener.Kubeconfig{Data: kubeconfig, ExpiresAt: now.Add(gardener.MinExpiration)}}
 	c := &Controller{opts: Options{Namespace: "clustergate-system"}, clock: clocktesting.NewFakeClock(now), shoots: newShootAccess(g),
 		targets: corelisters.NewSecretLister(secrets), sessions: listers.NewSessionLister(sessions)}
-	if _, problem := c.shoots.target(context.Background(), "kept", now); problem != nil {
+	if _, problem := c.shoots.target(context.Background(), gardener.Shoot{Project: "local", Name: "kept"}, now); problem != nil {
 		t.Fatal(problem)
 	}
 
@@ -141,7 +141,7 @@ func TestKnownTargets(t *testing.T) {
 	for _, known := range c.knownTargets(context.Background()) {
 		got = append(got, known.kind+"/"+known.name)
 	}
-	if diff := cmp.Diff([]string{"cluster/mc-1", "shoot/kept", "shoot/scoped"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"cluster/mc-1", "shoot/local/kept", "shoot/local/scoped"}, got); diff != "" {
 		t.Errorf("targets (-want +got):\n%s", diff)
 	}
 	if g.requests != 2 {

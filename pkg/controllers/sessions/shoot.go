@@ -25,15 +25,16 @@ import (
 // CSR takes.
 const shootAccessMargin = 5 * time.Minute
 
-// shootAccess keeps, for each Shoot, the admin kubeconfig Gardener issued
-// last, as a client of the Shoot: the passes that mint, renew or clean up
+// shootAccess keeps, for each Shoot (by project and name: prod of shop is
+// not prod of pay), the admin kubeconfig Gardener issued last, as a client
+// of the Shoot: the passes that mint, renew or clean up
 // sessions' certificates there share it instead of asking Gardener each
 // time. It is kept in memory only, for at most its lifetime (Gardener's
 // minimum, 10 minutes).
 type shootAccess struct {
 	gardener gardener.Requester
 	mu       sync.Mutex
-	shoots   map[string]shootTarget
+	shoots   map[gardener.Shoot]shootTarget
 }
 
 // shootTarget is a Shoot as the server reaches it, until expiresAt.
@@ -43,13 +44,13 @@ type shootTarget struct {
 }
 
 func newShootAccess(g gardener.Requester) *shootAccess {
-	return &shootAccess{gardener: g, shoots: map[string]shootTarget{}}
+	return &shootAccess{gardener: g, shoots: map[gardener.Shoot]shootTarget{}}
 }
 
 // target returns a client of shoot with an admin kubeconfig valid for at
 // least shootAccessMargin after now, asking Gardener for a new one when the
 // last one is not, or the problem that kept it from one.
-func (a *shootAccess) target(ctx context.Context, shoot string, now time.Time) (*target, *TargetProblem) {
+func (a *shootAccess) target(ctx context.Context, shoot gardener.Shoot, now time.Time) (*target, *TargetProblem) {
 	a.mu.Lock()
 	kept, ok := a.shoots[shoot]
 	a.mu.Unlock()
@@ -60,7 +61,7 @@ func (a *shootAccess) target(ctx context.Context, shoot string, now time.Time) (
 	if err != nil {
 		return nil, gardenerProblem(err)
 	}
-	t, problem := newTarget(kc.Data, "the admin kubeconfig Gardener issued for shoot "+shoot)
+	t, problem := newTarget(kc.Data, "the admin kubeconfig Gardener issued for shoot "+shoot.String())
 	if problem != nil {
 		return nil, problem
 	}
@@ -68,9 +69,9 @@ func (a *shootAccess) target(ctx context.Context, shoot string, now time.Time) (
 	defer a.mu.Unlock()
 	// Expired ones go, so the map holds only Shoots in use. (client-go's
 	// transport cache lets go of the transports of clients no one holds.)
-	for name, kept := range a.shoots {
+	for key, kept := range a.shoots {
 		if !now.Before(kept.expiresAt) {
-			delete(a.shoots, name)
+			delete(a.shoots, key)
 		}
 	}
 	a.shoots[shoot] = shootTarget{target: t, expiresAt: kc.ExpiresAt}
@@ -80,23 +81,23 @@ func (a *shootAccess) target(ctx context.Context, shoot string, now time.Time) (
 // kept are the Shoots whose admin kubeconfig is kept and valid for at
 // least shootAccessMargin after now: those reachable without asking
 // Gardener.
-func (a *shootAccess) kept(now time.Time) []string {
+func (a *shootAccess) kept(now time.Time) []gardener.Shoot {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var names []string
-	for name, kept := range a.shoots {
+	var shoots []gardener.Shoot
+	for shoot, kept := range a.shoots {
 		if now.Add(shootAccessMargin).Before(kept.expiresAt) {
-			names = append(names, name)
+			shoots = append(shoots, shoot)
 		}
 	}
-	return names
+	return shoots
 }
 
 // gardenerProblem is the target problem of a failed request to Gardener.
 func gardenerProblem(err error) *TargetProblem {
 	reason := v1alpha1.SessionReasonTargetUnreachable
 	switch gardener.ReasonOf(err) {
-	case gardener.ShootNotFound:
+	case gardener.ShootNotFound, gardener.ProjectNotFound:
 		reason = v1alpha1.SessionReasonTargetNotFound
 	case gardener.Forbidden:
 		reason = v1alpha1.SessionReasonTargetForbidden
@@ -113,7 +114,7 @@ func (c *Controller) reachShoot(ctx context.Context, s *v1alpha1.Session) (*targ
 	if f, ok := c.gardenerFailures.Get(s.UID); ok && now.Before(f.RetryAt(time.Second, c.opts.RetryAfter)) {
 		return nil, &TargetProblem{Reason: f.Reason, Message: f.Message}
 	}
-	t, problem := c.shoots.target(ctx, s.Spec.Target.Shoot.Name, now)
+	t, problem := c.shoots.target(ctx, shootOf(s), now)
 	if problem != nil {
 		c.gardenerFailures.Record(s.UID, problem.Reason, problem.Message, now)
 		c.recorder.Eventf(s, nil, corev1.EventTypeWarning, problem.Reason, "ReachShoot", "%s", problem.Message)
@@ -121,6 +122,12 @@ func (c *Controller) reachShoot(ctx context.Context, s *v1alpha1.Session) (*targ
 	}
 	c.gardenerFailures.Forget(s.UID)
 	return t, nil
+}
+
+// shootOf is the session's Shoot. One stored before projects were named
+// has none, and the Gardener client asks for it in the default project.
+func shootOf(s *v1alpha1.Session) gardener.Shoot {
+	return gardener.Shoot{Project: s.Spec.Target.Shoot.Project, Name: s.Spec.Target.Shoot.Name}
 }
 
 // shootLevel is the Gardener access level of a shoot session.

@@ -25,10 +25,13 @@ type countingGardener struct {
 	requests   int
 }
 
-func (g *countingGardener) RequestKubeconfig(context.Context, string, time.Duration) (gardener.Kubeconfig, error) {
+func (g *countingGardener) RequestKubeconfig(context.Context, gardener.Shoot, time.Duration) (gardener.Kubeconfig, error) {
 	g.requests++
 	return g.kubeconfig, g.err
 }
+
+// local is the Shoot the shoot access tests reach.
+var local = gardener.Shoot{Project: "shop", Name: "local"}
 
 // TestShootAccess: an admin kubeconfig is asked for once and used again
 // while it stays valid for more than the margin; a failure is classified
@@ -60,6 +63,8 @@ func TestShootAccess(t *testing.T) {
 		{name: "kept, within the margin of its expiry: asked for anew", kept: &issued, answer: issued, at: now.Add(5 * time.Minute), requests: 2},
 		{name: "no such Shoot", err: &gardener.Error{Reason: gardener.ShootNotFound, Err: errors.New(`shoot "local" not found`)}, at: now, requests: 1,
 			wantReason: v1alpha1.SessionReasonTargetNotFound},
+		{name: "no such project", err: &gardener.Error{Reason: gardener.ProjectNotFound, Err: errors.New(`no project "shop"`)}, at: now, requests: 1,
+			wantReason: v1alpha1.SessionReasonTargetNotFound},
 		{name: "Gardener refuses the server", err: &gardener.Error{Reason: gardener.Forbidden, Err: errors.New("403")}, at: now, requests: 1,
 			wantReason: v1alpha1.SessionReasonTargetForbidden},
 		{name: "Gardener down", err: &gardener.Error{Reason: gardener.GardenerUnavailable, Err: errors.New("connection refused")}, at: now, requests: 1,
@@ -71,12 +76,12 @@ func TestShootAccess(t *testing.T) {
 			g := &countingGardener{kubeconfig: issued}
 			a := newShootAccess(g)
 			if tt.kept != nil {
-				if _, problem := a.target(context.Background(), "local", now); problem != nil {
+				if _, problem := a.target(context.Background(), local, now); problem != nil {
 					t.Fatal(problem.Message)
 				}
 			}
 			g.kubeconfig, g.err = tt.answer, tt.err
-			got, problem := a.target(context.Background(), "local", tt.at)
+			got, problem := a.target(context.Background(), local, tt.at)
 			switch {
 			case tt.wantReason == "" && (problem != nil || got == nil || got.server != "https://127.0.0.1:6443"):
 				t.Errorf("target = %+v, %+v; want the Shoot", got, problem)
@@ -89,17 +94,30 @@ func TestShootAccess(t *testing.T) {
 		})
 	}
 
+	t.Run("a Shoot of the same name in another project is another Shoot", func(t *testing.T) {
+		g := &countingGardener{kubeconfig: issued}
+		a := newShootAccess(g)
+		for _, shoot := range []gardener.Shoot{local, {Project: "pay", Name: "local"}, local} {
+			if _, problem := a.target(context.Background(), shoot, now); problem != nil {
+				t.Fatal(problem.Message)
+			}
+		}
+		if g.requests != 2 || len(a.shoots) != 2 {
+			t.Errorf("%d requests to Gardener and %d kubeconfigs kept, want 2 of each", g.requests, len(a.shoots))
+		}
+	})
+
 	t.Run("an expired kubeconfig is let go when another is kept", func(t *testing.T) {
 		a := newShootAccess(&countingGardener{kubeconfig: issued})
 		for _, at := range []struct {
-			shoot string
+			shoot gardener.Shoot
 			at    time.Time
-		}{{"local", now}, {"other", issued.ExpiresAt}} {
+		}{{local, now}, {gardener.Shoot{Project: "shop", Name: "other"}, issued.ExpiresAt}} {
 			if _, problem := a.target(context.Background(), at.shoot, at.at); problem != nil {
 				t.Fatal(problem.Message)
 			}
 		}
-		if _, kept := a.shoots["local"]; kept || len(a.shoots) != 1 {
+		if _, kept := a.shoots[local]; kept || len(a.shoots) != 1 {
 			t.Errorf("kept %d kubeconfigs, the expired one of local among them: %v", len(a.shoots), kept)
 		}
 	})

@@ -1773,7 +1773,7 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionLockTarget(ref common.Reference
 				Properties: map[string]spec.Schema{
 					"shoot": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Shoot is a Gardener Shoot of the server's project, by name, as in a session's spec.target.shoot.",
+							Description: "Shoot is a Gardener Shoot, by name and, if given, project, as in a session's spec.target.shoot.",
 							Ref:         ref(v1alpha1.ShootReference{}.OpenAPIModelName()),
 						},
 					},
@@ -2441,7 +2441,7 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionTarget(ref common.ReferenceCall
 				Properties: map[string]spec.Schema{
 					"shoot": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Shoot is a Gardener Shoot in the server's Gardener project.",
+							Description: "Shoot is a Gardener Shoot.",
 							Ref:         ref(v1alpha1.ShootReference{}.OpenAPIModelName()),
 						},
 					},
@@ -2475,13 +2475,20 @@ func schema_pkg_apis_clustergate_v1alpha1_ShootReference(ref common.ReferenceCal
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ShootReference names a Gardener Shoot in the server's Gardener project.",
+				Description: "ShootReference names a Gardener Shoot of a project.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"name": {
 						SchemaProps: spec.SchemaProps{
 							Description: "Name is the Shoot's name.",
 							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"project": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Project is the name of the Shoot's Gardener project, such as \"shop\" (not its namespace, garden-shop). Sessions and GardenerClusterKubeconfigs that leave it empty are for the default project, which the server fills in at create: the project whose namespace the object is in (garden-<project>), or else the server's --gardener-project. In a SessionLock or a SessionApprovalPolicy, empty matches the Shoot of that name in every project.",
 							Type:        []string{"string"},
 							Format:      "",
 						},

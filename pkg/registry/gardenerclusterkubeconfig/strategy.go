@@ -36,6 +36,8 @@ type Strategy struct {
 
 	// finalize adds the kubeconfig controller's finalizer at create.
 	finalize bool
+	// project is the server's default Gardener project (--gardener-project).
+	project string
 }
 
 // NewStrategy returns the strategy of GardenerClusterKubeconfigs. With
@@ -43,8 +45,8 @@ type Strategy struct {
 // from the start, which saves an update per object; only a server that runs
 // the controller (controllers and a Gardener project) may set it, or
 // nothing would release the finalizer.
-func NewStrategy(typer runtime.ObjectTyper, finalize bool) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, finalize: finalize}
+func NewStrategy(typer runtime.ObjectTyper, finalize bool, project string) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, finalize: finalize, project: project}
 }
 
 // NamespaceScoped is true: GardenerClusterKubeconfigs live in namespaces.
@@ -57,11 +59,13 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	}
 }
 
-// PrepareForCreate drops any status the client sent and defaults the
-// Secret's namespace to the object's.
+// PrepareForCreate drops any status the client sent, defaults the Secret's
+// namespace to the object's and the Shoot's project to the default one
+// (v1alpha1.DefaultShootProject).
 func (s Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	k := obj.(*clustergate.GardenerClusterKubeconfig)
 	k.Generation = 1
+	v1alpha1.FillShootProject(&k.Spec.Shoot, k.Namespace, s.project)
 	if s.finalize {
 		finalizers.Add(k, v1alpha1.KubeconfigFinalizer)
 	}
@@ -69,11 +73,17 @@ func (s Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	defaultSecretNamespace(k)
 }
 
-// PrepareForUpdate keeps the status and bumps the generation on spec changes.
+// PrepareForUpdate keeps the status and bumps the generation on spec
+// changes. An update that names the Shoot without a project keeps the
+// project filled in at create: a replace with the manifest the object was
+// created from changes nothing.
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newK, oldK := obj.(*clustergate.GardenerClusterKubeconfig), old.(*clustergate.GardenerClusterKubeconfig)
 	newK.Status = oldK.Status
 	defaultSecretNamespace(newK)
+	if newK.Spec.Shoot.Project == "" && newK.Spec.Shoot.Name == oldK.Spec.Shoot.Name {
+		newK.Spec.Shoot.Project = oldK.Spec.Shoot.Project
+	}
 	if !apiequality.Semantic.DeepEqual(newK.Spec, oldK.Spec) {
 		newK.Generation = oldK.Generation + 1
 	}
@@ -168,7 +178,7 @@ func Match(label labels.Selector, field fields.Selector) storage.SelectionPredic
 func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.GardenerClusterKubeconfig] {
 	return table.Convertor[*clustergate.GardenerClusterKubeconfig]{
 		Columns: []metav1.TableColumnDefinition{
-			{Name: "Shoot", Type: "string", Description: "Gardener Shoot whose kubeconfig is kept."},
+			{Name: "Shoot", Type: "string", Description: "Gardener Shoot whose kubeconfig is kept, as <project>/<name>."},
 			{Name: "Secret", Type: "string", Description: "Secret that holds the kubeconfig."},
 			{Name: "State", Type: "string", Description: "Ready, Error, or Locked while a SessionLock on the Shoot holds it."},
 			{Name: "Last-Sync", Type: "string", Description: "Time since the kubeconfig was last written."},
@@ -185,7 +195,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Garden
 			if k.Status.ExpirationTime != nil {
 				expiresAt = k.Status.ExpirationTime.UTC().Format(time.RFC3339)
 			}
-			return []any{k.Spec.Shoot.Name, k.Spec.Kubeconfig.Secret.Name, state, lastSync, expiresAt}
+			return []any{v1alpha1.ShootTargetName(k.Spec.Shoot.Project, k.Spec.Shoot.Name), k.Spec.Kubeconfig.Secret.Name, state, lastSync, expiresAt}
 		},
 		Now: now,
 	}

@@ -21,7 +21,7 @@ import (
 func TestPrepareForCreateFinalizer(t *testing.T) {
 	for finalize, want := range map[bool][]string{false: nil, true: {v1alpha1.KubeconfigFinalizer}} {
 		k := &clustergate.GardenerClusterKubeconfig{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}}
-		NewStrategy(registrytest.Scheme(), finalize).PrepareForCreate(context.Background(), k)
+		NewStrategy(registrytest.Scheme(), finalize, "local").PrepareForCreate(context.Background(), k)
 		if diff := cmp.Diff(want, k.Finalizers); diff != "" {
 			t.Errorf("controller runs: %v: finalizers (-want +got):\n%s", finalize, diff)
 		}

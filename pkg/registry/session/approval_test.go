@@ -26,7 +26,7 @@ var created = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 func testStrategy(now time.Time) Strategy {
 	policy := validation.DefaultSessionLimits()
 	policy.ApprovalGroups = sets.New("admin")
-	s := NewStrategy(runtime.NewScheme(), policy, false)
+	s := NewStrategy(runtime.NewScheme(), policy, false, "local")
 	s.clock = clocktesting.NewFakePassiveClock(now)
 	return s
 }

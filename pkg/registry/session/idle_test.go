@@ -37,7 +37,7 @@ func TestPrepareForCreateIdleTimeout(t *testing.T) {
 			policy := validation.DefaultSessionLimits()
 			policy.IdleTimeout, policy.MaxIdleTimeout = tt.dflt, tt.maximum
 			s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}, Spec: clustergate.SessionSpec{IdleTimeout: tt.asked}}
-			NewStrategy(registrytest.Scheme(), policy, false).PrepareForCreate(context.Background(), s)
+			NewStrategy(registrytest.Scheme(), policy, false, "local").PrepareForCreate(context.Background(), s)
 			if diff := cmp.Diff(tt.want, s.Spec.IdleTimeout); diff != "" {
 				t.Errorf("spec.idleTimeout (-want +got):\n%s", diff)
 			}

@@ -42,6 +42,8 @@ type Strategy struct {
 	clock  clock.PassiveClock
 	// finalize adds the session controller's finalizer at create.
 	finalize bool
+	// project is the server's default Gardener project (--gardener-project).
+	project string
 }
 
 // NewStrategy returns the strategy of Sessions under the server's policy.
@@ -49,9 +51,18 @@ type Strategy struct {
 // finalizer from the start: the controller's first pass then writes only
 // the status, not an update racing the creates of other sessions. Only a
 // server that runs the controller may set it, or nothing would release the
-// finalizer.
-func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionLimits, finalize bool) Strategy {
-	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, clock: clock.RealClock{}, finalize: finalize}
+// finalizer. A Shoot target without a project gets the default one of the
+// session's namespace (v1alpha1.DefaultShootProject) under project, the
+// server's --gardener-project.
+func NewStrategy(typer runtime.ObjectTyper, policy validation.SessionLimits, finalize bool, project string) Strategy {
+	return Strategy{ObjectTyper: typer, NameGenerator: names.SimpleNameGenerator, policy: policy, clock: clock.RealClock{}, finalize: finalize, project: project}
+}
+
+// FillShootProject gives the session's Shoot target, if it names no
+// project, the default one: before anything matches on the target
+// (approval policies, locks, TargetAccess), and at create.
+func (st Strategy) FillShootProject(s *clustergate.Session) {
+	v1alpha1.FillShootProject(s.Spec.Target.Shoot, s.Namespace, st.project)
 }
 
 // NamespaceScoped is true: Sessions live in namespaces.
@@ -78,6 +89,7 @@ func (Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 	s := obj.(*clustergate.Session)
 	s.Generation = 1
+	st.FillShootProject(s)
 	if d := st.policy.DefaultIdleTimeout(); s.Spec.IdleTimeout == nil && d > 0 {
 		s.Spec.IdleTimeout = &metav1.Duration{Duration: d}
 	}
@@ -110,6 +122,11 @@ func (st Strategy) PrepareForCreate(ctx context.Context, obj runtime.Object) {
 func (Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	newSession, oldSession := obj.(*clustergate.Session), old.(*clustergate.Session)
 	newSession.Status = oldSession.Status
+	// An update that names the Shoot without a project keeps the one
+	// filled in at create, as a replace with the original manifest would.
+	if n, o := newSession.Spec.Target.Shoot, oldSession.Spec.Target.Shoot; n != nil && o != nil && n.Project == "" && n.Name == o.Name {
+		n.Project = o.Project
+	}
 	if !apiequality.Semantic.DeepEqual(newSession.Spec, oldSession.Spec) {
 		newSession.Generation = oldSession.Generation + 1
 	}
@@ -289,11 +306,12 @@ func scopeCell(scope *clustergate.SessionScope) string {
 	return strings.Join(scope.Namespaces, ",")
 }
 
-// Target prints a session target as kind/name.
+// Target prints a session target as kind/name, a Shoot as
+// shoot/<project>/<name>.
 func Target(t *clustergate.SessionTarget) string {
 	switch {
 	case t.Shoot != nil:
-		return "shoot/" + t.Shoot.Name
+		return "shoot/" + v1alpha1.ShootTargetName(t.Shoot.Project, t.Shoot.Name)
 	case t.Cluster != nil:
 		return "cluster/" + t.Cluster.KubeconfigSecretRef.Name
 	}

@@ -25,7 +25,7 @@ import (
 func TestPrepareForCreateFinalizer(t *testing.T) {
 	for finalize, want := range map[bool][]string{false: nil, true: {v1alpha1.SessionFinalizer}} {
 		s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "sre"}}
-		NewStrategy(registrytest.Scheme(), validation.DefaultSessionLimits(), finalize).PrepareForCreate(context.Background(), s)
+		NewStrategy(registrytest.Scheme(), validation.DefaultSessionLimits(), finalize, "local").PrepareForCreate(context.Background(), s)
 		if diff := cmp.Diff(want, s.Finalizers); diff != "" {
 			t.Errorf("controller runs: %v: finalizers (-want +got):\n%s", finalize, diff)
 		}
@@ -100,5 +100,36 @@ func TestTableScope(t *testing.T) {
 	}
 	if diff := cmp.Diff([]any{"shop,shop-db", "*"}, got); diff != "" {
 		t.Errorf("scope cells (-want +got):\n%s", diff)
+	}
+}
+
+// TestShootProject: a Shoot target is stored with its project: the one
+// named, else the namespace's project in garden-<project>, else the
+// server's; an update that names none keeps the stored one.
+func TestShootProject(t *testing.T) {
+	st := NewStrategy(registrytest.Scheme(), validation.DefaultSessionLimits(), false, "local")
+	tests := []struct{ name, namespace, project, want string }{
+		{name: "the server's default", namespace: "sre", want: "local"},
+		{name: "the namespace's project", namespace: "garden-shop", want: "shop"},
+		{name: "named", namespace: "garden-shop", project: "pay", want: "pay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &clustergate.Session{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: tt.namespace},
+				Spec: clustergate.SessionSpec{Target: clustergate.SessionTarget{Shoot: &clustergate.ShootReference{Name: "prod", Project: tt.project}}}}
+			st.PrepareForCreate(context.Background(), s)
+			if got := s.Spec.Target.Shoot.Project; got != tt.want {
+				t.Fatalf("created with project %q, want %q", got, tt.want)
+			}
+			update := s.DeepCopy()
+			update.Spec.Target.Shoot.Project = ""
+			st.PrepareForUpdate(context.Background(), update, s)
+			if got := update.Spec.Target.Shoot.Project; got != tt.want {
+				t.Errorf("updated without a project to %q, want %q kept", got, tt.want)
+			}
+			if got := Target(&s.Spec.Target); got != "shoot/"+tt.want+"/prod" {
+				t.Errorf("TARGET column %q", got)
+			}
+		})
 	}
 }

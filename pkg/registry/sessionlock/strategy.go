@@ -103,7 +103,7 @@ func Target(t *clustergate.SessionLockTarget) string {
 	case t == nil:
 		return table.None
 	case t.Shoot != nil:
-		return "shoot/" + t.Shoot.Name
+		return "shoot/" + v1alpha1.ShootTargetName(t.Shoot.Project, t.Shoot.Name)
 	case t.Cluster != nil:
 		return "cluster/" + t.Cluster.Name
 	}

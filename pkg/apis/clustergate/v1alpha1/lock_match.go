@@ -51,14 +51,15 @@ type LockSubject struct {
 	// Namespace is the session's namespace.
 	Namespace string
 	// Shoot and Cluster name the session's target; one is empty.
-	Shoot, Cluster string
+	// ShootProject is the Shoot's project.
+	Shoot, ShootProject, Cluster string
 }
 
 // LockSubjectOf is what locks match the session s on.
 func LockSubjectOf(s *Session) LockSubject {
 	subject := LockSubject{User: s.Spec.Owner.Username, Groups: s.Spec.Owner.Groups, Namespace: s.Namespace}
 	if t := s.Spec.Target.Shoot; t != nil {
-		subject.Shoot = t.Name
+		subject.Shoot, subject.ShootProject = t.Name, t.Project
 	}
 	if t := s.Spec.Target.Cluster; t != nil {
 		subject.Cluster = t.KubeconfigSecretRef.Name
@@ -70,7 +71,7 @@ func LockSubjectOf(s *Session) LockSubject {
 func InternalLockSubjectOf(s *clustergate.Session) LockSubject {
 	subject := LockSubject{User: s.Spec.Owner.Username, Groups: s.Spec.Owner.Groups, Namespace: s.Namespace}
 	if t := s.Spec.Target.Shoot; t != nil {
-		subject.Shoot = t.Name
+		subject.Shoot, subject.ShootProject = t.Name, t.Project
 	}
 	if t := s.Spec.Target.Cluster; t != nil {
 		subject.Cluster = t.KubeconfigSecretRef.Name
@@ -104,23 +105,22 @@ func LockMatches(l *SessionLock, subject LockSubject, now time.Time) bool {
 	if LockExpired(l, now) {
 		return false
 	}
-	var shoot, cluster string
+	var shoot *ShootReference
+	var cluster string
 	if t := spec.Target; t != nil {
-		if t.Shoot != nil {
-			shoot = t.Shoot.Name
-		}
+		shoot = t.Shoot
 		if t.Cluster != nil {
 			cluster = t.Cluster.Name
 		}
 	}
-	if !lockNamesPerson(spec) && spec.Namespace == "" && shoot == "" && cluster == "" {
+	if !lockNamesPerson(spec) && spec.Namespace == "" && shoot == nil && cluster == "" {
 		return false
 	}
 	person := lockHoldsPerson(spec, LockPerson{User: subject.User, Groups: subject.Groups}) ||
 		(subject.Requester != nil && lockHoldsPerson(spec, *subject.Requester))
 	return person &&
 		(spec.Namespace == "" || spec.Namespace == subject.Namespace) &&
-		(shoot == "" || shoot == subject.Shoot) &&
+		(shoot == nil || ShootMatches(*shoot, ShootReference{Name: subject.Shoot, Project: subject.ShootProject})) &&
 		(cluster == "" || cluster == subject.Cluster)
 }
 
@@ -141,20 +141,20 @@ func lockHoldsPerson(spec *SessionLockSpec, p LockPerson) bool {
 
 // LockHoldsKubeconfig says whether the lock holds a
 // GardenerClusterKubeconfig of namespace for shoot at now: it names that
-// Shoot as its target, names no person (a kept kubeconfig is no one's), and
+// Shoot (ShootMatches) as its target, names no person (a kept kubeconfig is no one's), and
 // its namespace, if given, is the object's. A lock on a cluster target
 // never does: kept kubeconfigs are of Shoots.
-func LockHoldsKubeconfig(l *SessionLock, namespace, shoot string, now time.Time) bool {
+func LockHoldsKubeconfig(l *SessionLock, namespace string, shoot ShootReference, now time.Time) bool {
 	if t := l.Spec.Target; t == nil || t.Shoot == nil || lockNamesPerson(&l.Spec) {
 		return false
 	}
-	return LockMatches(l, LockSubject{Namespace: namespace, Shoot: shoot}, now)
+	return LockMatches(l, LockSubject{Namespace: namespace, Shoot: shoot.Name, ShootProject: shoot.Project}, now)
 }
 
 // MatchingKubeconfigLock returns, of locks, the one that holds the
 // GardenerClusterKubeconfig of namespace for shoot at now (the first by
 // name), or nil.
-func MatchingKubeconfigLock(locks []*SessionLock, namespace, shoot string, now time.Time) *SessionLock {
+func MatchingKubeconfigLock(locks []*SessionLock, namespace string, shoot ShootReference, now time.Time) *SessionLock {
 	return firstLock(locks, func(l *SessionLock) bool { return LockHoldsKubeconfig(l, namespace, shoot, now) })
 }
 

@@ -128,10 +128,10 @@ func TestLockHoldsKubeconfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &SessionLock{ObjectMeta: metav1.ObjectMeta{Name: "inc"}, Spec: tt.spec}
-			if got := LockHoldsKubeconfig(l, "team-a", "prod", now); got != tt.want {
+			if got := LockHoldsKubeconfig(l, "team-a", ShootReference{Name: "prod", Project: "shop"}, now); got != tt.want {
 				t.Errorf("LockHoldsKubeconfig = %v, want %v", got, tt.want)
 			}
-			if got := MatchingKubeconfigLock([]*SessionLock{l}, "team-a", "prod", now); (got != nil) != tt.want {
+			if got := MatchingKubeconfigLock([]*SessionLock{l}, "team-a", ShootReference{Name: "prod", Project: "shop"}, now); (got != nil) != tt.want {
 				t.Errorf("MatchingKubeconfigLock = %v, want a lock: %v", got, tt.want)
 			}
 		})

@@ -96,7 +96,7 @@ type AccessLevel struct {
 // SessionTarget names the cluster of a session: exactly one member is set.
 // +union
 type SessionTarget struct {
-	// Shoot is a Gardener Shoot in the server's Gardener project.
+	// Shoot is a Gardener Shoot.
 	// +optional
 	Shoot *ShootReference `json:"shoot,omitempty" protobuf:"bytes,1,opt,name=shoot"`
 	// Cluster is a cluster reached through a kubeconfig Secret.
@@ -104,10 +104,19 @@ type SessionTarget struct {
 	Cluster *ClusterTarget `json:"cluster,omitempty" protobuf:"bytes,2,opt,name=cluster"`
 }
 
-// ShootReference names a Gardener Shoot in the server's Gardener project.
+// ShootReference names a Gardener Shoot of a project.
 type ShootReference struct {
 	// Name is the Shoot's name.
 	Name string `json:"name" protobuf:"bytes,1,opt,name=name"`
+	// Project is the name of the Shoot's Gardener project, such as "shop"
+	// (not its namespace, garden-shop). Sessions and
+	// GardenerClusterKubeconfigs that leave it empty are for the default
+	// project, which the server fills in at create: the project whose
+	// namespace the object is in (garden-<project>), or else the server's
+	// --gardener-project. In a SessionLock or a SessionApprovalPolicy,
+	// empty matches the Shoot of that name in every project.
+	// +optional
+	Project string `json:"project,omitempty" protobuf:"bytes,2,opt,name=project"`
 }
 
 // ClusterTarget is a cluster whose credentials are minted with a
@@ -494,7 +503,7 @@ type SessionLockSpec struct {
 // is set.
 // +union
 type SessionLockTarget struct {
-	// Shoot is a Gardener Shoot of the server's project, by name, as in a
+	// Shoot is a Gardener Shoot, by name and, if given, project, as in a
 	// session's spec.target.shoot.
 	// +optional
 	Shoot *ShootReference `json:"shoot,omitempty" protobuf:"bytes,1,opt,name=shoot"`

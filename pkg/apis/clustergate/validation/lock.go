@@ -72,7 +72,7 @@ func validateLockTarget(t *clustergate.SessionLockTarget, targetPath *field.Path
 	case t.Shoot != nil && t.Cluster != nil:
 		return field.ErrorList{field.Forbidden(targetPath.Child("cluster"), "may not be set together with shoot")}
 	case t.Shoot != nil:
-		return validateDNSLabel(t.Shoot.Name, targetPath.Child("shoot", "name"))
+		return validateShootReference(t.Shoot, targetPath.Child("shoot"))
 	}
 	return validateDNSLabel(t.Cluster.Name, targetPath.Child("cluster", "name"))
 }

@@ -29,6 +29,8 @@ func TestValidateSessionLock(t *testing.T) {
 			Shoot: &clustergate.ShootReference{Name: "a"}, Cluster: &clustergate.LocalSecretReference{Name: "b"}}}, want: []string{"FieldValueForbidden spec.target.cluster"}},
 		{name: "bad shoot name", spec: clustergate.SessionLockSpec{Reason: "r", Target: &clustergate.SessionLockTarget{
 			Shoot: &clustergate.ShootReference{Name: "Prod"}}}, want: []string{"FieldValueInvalid spec.target.shoot.name"}},
+		{name: "a shoot's project not a DNS label", spec: clustergate.SessionLockSpec{Reason: "INC-1", Target: &clustergate.SessionLockTarget{
+			Shoot: &clustergate.ShootReference{Name: "prod", Project: "Pay"}}}, want: []string{"FieldValueInvalid spec.target.shoot.project"}},
 		{name: "users", spec: clustergate.SessionLockSpec{User: "alice", Users: []string{"dataplane:alice@example.com"}, Reason: "r"}},
 		{name: "users alone", spec: clustergate.SessionLockSpec{Users: []string{"dataplane:alice@example.com"}, Reason: "r"}},
 		{name: "empty user name", spec: clustergate.SessionLockSpec{Users: []string{"alice", ""}, Reason: "r"}, want: []string{"FieldValueRequired spec.users[1]"}},

@@ -255,7 +255,7 @@ func validateSessionTarget(target *clustergate.SessionTarget, fldPath *field.Pat
 	case target.Shoot != nil && target.Cluster != nil:
 		return append(allErrs, field.Forbidden(fldPath.Child("cluster"), "may not be set together with shoot"))
 	case target.Shoot != nil:
-		allErrs = append(allErrs, validateDNSLabel(target.Shoot.Name, fldPath.Child("shoot", "name"))...)
+		allErrs = append(allErrs, validateShootReference(target.Shoot, fldPath.Child("shoot"))...)
 	default:
 		clusterPath := fldPath.Child("cluster")
 		allErrs = append(allErrs, validateDNSLabel(target.Cluster.KubeconfigSecretRef.Name, clusterPath.Child("kubeconfigSecretRef", "name"))...)
@@ -268,7 +268,7 @@ func validateSessionTarget(target *clustergate.SessionTarget, fldPath *field.Pat
 func ValidateGardenerClusterKubeconfig(k *clustergate.GardenerClusterKubeconfig) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMeta(&k.ObjectMeta, true, nameIsDNSLabel, field.NewPath("metadata"))
 	specPath := field.NewPath("spec")
-	allErrs = append(allErrs, validateDNSLabel(k.Spec.Shoot.Name, specPath.Child("shoot", "name"))...)
+	allErrs = append(allErrs, validateShootReference(&k.Spec.Shoot, specPath.Child("shoot"))...)
 
 	secretPath := specPath.Child("kubeconfig", "secret")
 	secret := k.Spec.Kubeconfig.Secret
@@ -318,6 +318,19 @@ func validateObservedStatus(observedGeneration int64, conditions []metav1.Condit
 	allErrs := metav1validation.ValidateConditions(conditions, statusPath.Child("conditions"))
 	if observedGeneration < 0 {
 		allErrs = append(allErrs, field.Invalid(statusPath.Child("observedGeneration"), observedGeneration, "may not be negative"))
+	}
+	return allErrs
+}
+
+// validateShootReference checks a Shoot named by name and, optionally, by
+// its Gardener project: both are DNS labels, as Gardener requires. The
+// project is a name, never a namespace: objects, locks, policies and
+// grants compare one spelling of it, and Gardener alone knows a project's
+// namespace (spec.namespace of its Project need not be garden-<name>).
+func validateShootReference(ref *clustergate.ShootReference, fldPath *field.Path) field.ErrorList {
+	allErrs := validateDNSLabel(ref.Name, fldPath.Child("name"))
+	if ref.Project != "" {
+		allErrs = append(allErrs, validateDNSLabel(ref.Project, fldPath.Child("project"))...)
 	}
 	return allErrs
 }

@@ -29,9 +29,10 @@ type GardenerClusterKubeconfigStorage struct {
 
 // NewStorage returns the storage of GardenerClusterKubeconfigs; with
 // finalize, new objects carry the kubeconfig controller's finalizer (only
-// for a server that runs the controller).
-func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalize bool) (GardenerClusterKubeconfigStorage, error) {
-	strategy := gardenerclusterkubeconfig.NewStrategy(scheme, finalize)
+// for a server that runs the controller); project, the server's
+// --gardener-project, is the default of Shoots named without one.
+func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, finalize bool, project string) (GardenerClusterKubeconfigStorage, error) {
+	strategy := gardenerclusterkubeconfig.NewStrategy(scheme, finalize, project)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.GardenerClusterKubeconfig{} },
 		NewListFunc:               func() runtime.Object { return &clustergate.GardenerClusterKubeconfigList{} },

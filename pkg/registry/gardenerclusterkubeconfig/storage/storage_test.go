@@ -24,7 +24,7 @@ const ns = "kcp-system"
 func newStorage(t *testing.T) GardenerClusterKubeconfigStorage {
 	t.Helper()
 	scheme := registrytest.Scheme()
-	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "gardenerclusterkubeconfigs"), false)
+	s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "gardenerclusterkubeconfigs"), false, "local")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestStatusUpdateAndStateSelector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]any{"ready", "c-1", "kubeconfig-ready", "Ready"}, table.Rows[0].Cells[:4]); diff != "" {
+	if diff := cmp.Diff([]any{"ready", "local/c-1", "kubeconfig-ready", "Ready"}, table.Rows[0].Cells[:4]); diff != "" {
 		t.Errorf("cells (-want +got):\n%s", diff)
 	}
 }

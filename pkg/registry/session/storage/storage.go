@@ -86,6 +86,10 @@ type Config struct {
 	// Authorizer tells who holds the verb "moderate" on a session; nil
 	// refuses every moderator.
 	Authorizer authorizer.Authorizer
+	// GardenerProject is the server's default Gardener project
+	// (--gardener-project), given to Shoot targets named without one
+	// outside a project's namespace.
+	GardenerProject string
 }
 
 // Policies finds the SessionApprovalPolicy that governs a new session; the
@@ -96,7 +100,7 @@ type Policies interface {
 
 // NewStorage returns the storage of Sessions.
 func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cfg Config) (SessionStorage, error) {
-	strategy := session.NewStrategy(scheme, cfg.Limits, cfg.Finalize)
+	strategy := session.NewStrategy(scheme, cfg.Limits, cfg.Finalize, cfg.GardenerProject)
 	store := &genericregistry.Store{
 		NewFunc:                   func() runtime.Object { return &clustergate.Session{} },
 		NewListFunc:               func() runtime.Object { return &clustergate.SessionList{} },
@@ -118,7 +122,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 	limit := &ownerLimit{max: cfg.MaxPerOwner, store: store, clock: clock.RealClock{}, mutexes: map[string]*ownerMutex{}}
 	mods := moderators{store: store, authorizer: cfg.Authorizer}
 	return SessionStorage{
-		Session: &REST{Store: store, limit: limit, guard: guard, policies: cfg.Policies},
+		Session: &REST{Store: store, strategy: strategy, limit: limit, guard: guard, policies: cfg.Policies},
 		Status:  status.NewStatusREST(store, session.NewStatusStrategy(strategy)),
 		Approval: &GrantREST{StatusREST: status.NewStatusREST(store, session.NewApprovalStrategy(strategy)), guard: guard,
 			what: "approve the session's request", refuses: approves},
@@ -134,6 +138,7 @@ func NewStorage(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter, cf
 // REST serves the sessions resource.
 type REST struct {
 	*genericregistry.Store
+	strategy session.Strategy
 	limit    *ownerLimit
 	guard    lockGuard
 	policies Policies
@@ -153,14 +158,19 @@ func (r *REST) Create(ctx context.Context, obj runtime.Object, createValidation 
 
 // withApprovalPolicy returns ctx with the policy that governs the new
 // session obj, if any. The owner is stamped by then (admission mutates
-// before the storage runs); the namespace is the request's.
+// before the storage runs), and so is its Shoot's project, here; the
+// namespace is the request's.
 func (r *REST) withApprovalPolicy(ctx context.Context, obj runtime.Object) (context.Context, error) {
 	s, ok := obj.(*clustergate.Session)
-	if !ok || r.policies == nil {
+	if !ok {
 		return ctx, nil
 	}
 	if s.Namespace == "" {
 		s.Namespace = genericapirequest.NamespaceValue(ctx)
+	}
+	r.strategy.FillShootProject(s)
+	if r.policies == nil {
+		return ctx, nil
 	}
 	p, err := r.policies.Governing(ctx, s)
 	if err != nil {

@@ -13,7 +13,7 @@ package v1alpha1
 // SessionLockTarget names a target as sessions name it: exactly one member
 // is set.
 type SessionLockTargetApplyConfiguration struct {
-	// Shoot is a Gardener Shoot of the server's project, by name, as in a
+	// Shoot is a Gardener Shoot, by name and, if given, project, as in a
 	// session's spec.target.shoot.
 	Shoot *ShootReferenceApplyConfiguration `json:"shoot,omitempty"`
 	// Cluster is a cluster target, by the name of its kubeconfig Secret, as

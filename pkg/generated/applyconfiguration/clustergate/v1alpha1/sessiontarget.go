@@ -12,7 +12,7 @@ package v1alpha1
 //
 // SessionTarget names the cluster of a session: exactly one member is set.
 type SessionTargetApplyConfiguration struct {
-	// Shoot is a Gardener Shoot in the server's Gardener project.
+	// Shoot is a Gardener Shoot.
 	Shoot *ShootReferenceApplyConfiguration `json:"shoot,omitempty"`
 	// Cluster is a cluster reached through a kubeconfig Secret.
 	Cluster *ClusterTargetApplyConfiguration `json:"cluster,omitempty"`

@@ -10,10 +10,18 @@ package v1alpha1
 // ShootReferenceApplyConfiguration represents a declarative configuration of the ShootReference type for use
 // with apply.
 //
-// ShootReference names a Gardener Shoot in the server's Gardener project.
+// ShootReference names a Gardener Shoot of a project.
 type ShootReferenceApplyConfiguration struct {
 	// Name is the Shoot's name.
 	Name *string `json:"name,omitempty"`
+	// Project is the name of the Shoot's Gardener project, such as "shop"
+	// (not its namespace, garden-shop). Sessions and
+	// GardenerClusterKubeconfigs that leave it empty are for the default
+	// project, which the server fills in at create: the project whose
+	// namespace the object is in (garden-<project>), or else the server's
+	// --gardener-project. In a SessionLock or a SessionApprovalPolicy,
+	// empty matches the Shoot of that name in every project.
+	Project *string `json:"project,omitempty"`
 }
 
 // ShootReferenceApplyConfiguration constructs a declarative configuration of the ShootReference type for use with
@@ -27,5 +35,13 @@ func ShootReference() *ShootReferenceApplyConfiguration {
 // If called multiple times, the Name field is set to the value of the last call.
 func (b *ShootReferenceApplyConfiguration) WithName(value string) *ShootReferenceApplyConfiguration {
 	b.Name = &value
+	return b
+}
+
+// WithProject sets the Project field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Project field is set to the value of the last call.
+func (b *ShootReferenceApplyConfiguration) WithProject(value string) *ShootReferenceApplyConfiguration {
+	b.Project = &value
 	return b
 }
