@@ -45,6 +45,8 @@ type parts struct {
 	// credentialInformers and credentials are nil when standalone.
 	credentialInformers informers.SharedInformerFactory
 	credentials         *credentials.Source
+	// events stores and delivers session events (nil without sinks).
+	events *controllers.EventDelivery
 }
 
 // newParts builds the parts the storage needs before the server exists.
@@ -202,6 +204,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 				KubeconfigInformer: kubeconfigInformer,
 				LockInformer:       locks,
 				CredentialInformer: credentialSecrets,
+				Events:             p.events,
 			})
 			if err != nil {
 				klog.ErrorS(err, "Controllers stopped")
