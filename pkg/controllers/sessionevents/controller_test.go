@@ -101,7 +101,6 @@ func newSession(name string, uid string) *v1alpha1.Session {
 	}
 }
 
-
 func config(maxPending int, names ...string) *sinks.Configuration {
 	c := &sinks.Configuration{MaxPending: maxPending}
 	for _, n := range names {
