@@ -198,16 +198,16 @@ func TestSessionEvents(t *testing.T) {
 	}
 	defer func() { _ = cp.StopComponent(replica.Name) }()
 	ns := namespace(t, "events")
-	grantBreakglass(t, ns, "alice", "bob")
-	alice, bob := userKubeconfig(t, "alice", "sre"), userKubeconfig(t, "bob")
+	grantBreakglass(t, ns, "erin", "bob")
+	erin, bob := userKubeconfig(t, "erin", "sre"), userKubeconfig(t, "bob")
 	_, admin := clients(t)
 	r := &eventReceiver{got: map[string]int{}, events: map[string]cloudevents.Event{}}
 	startReceiver(t, r)
 
-	// open asks for a session as alice, bob approves it, it gets Ready and
-	// alice ends it; it returns the session's UID.
+	// open asks for a session as erin, bob approves it, and it gets Ready;
+	// it returns the session's UID.
 	open := func(name string) string {
-		apply(t, alice, clusterSessionManifest(name, "10m", approvalGroup)+"  reason: INC-9 queue stuck\n", "-n", ns)
+		apply(t, erin, clusterSessionManifest(name, "10m", approvalGroup)+"  reason: INC-9 queue stuck\n", "-n", ns)
 		s, err := admin.ClustergateV1alpha1().Sessions(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +221,7 @@ func TestSessionEvents(t *testing.T) {
 	steps := []string{"requested.0", "approved.0.0", "opened", "revoked", "ended"}
 
 	uid := open("first")
-	kubectlAs(t, alice, "-n", ns, "delete", "session", "first", "--wait=true")
+	kubectlAs(t, erin, "-n", ns, "delete", "session", "first", "--wait=true")
 	r.waitEvents(t, uid, time.Minute, steps...)
 	_, counts := r.ofSession(uid)
 	for id, n := range counts {
