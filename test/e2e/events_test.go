@@ -245,7 +245,7 @@ func TestSessionEvents(t *testing.T) {
 		t.Errorf("requested event: %s", requested)
 	}
 	for _, body := range bodies {
-		for _, secret := range []string{"BEGIN", "PRIVATE KEY", "client-certificate", "token", "kubeconfig\"", "https://127.0.0.1:"} {
+		for _, secret := range []string{"BEGIN", "PRIVATE KEY", "client-certificate", "token", `"kubeconfig":`, "https://127.0.0.1:"} {
 			if strings.Contains(body, secret) {
 				t.Errorf("an event carries %q: %s", secret, body)
 			}
