@@ -37,7 +37,7 @@ var (
 	apis      = []string{"pkg/apis/"}
 	generated = []string{"pkg/generated/"}
 	libraries = []string{"pkg/intern", "pkg/memlimit", "pkg/embeddedetcd", "pkg/gardener", "pkg/credentials",
-		"pkg/ownership", "pkg/approvalpolicy", "pkg/sessionaccess", "pkg/wsframe", "pkg/admission/authz", "pkg/registry/finalizers", "pkg/registry/status", "pkg/registry/table",
+		"pkg/ownership", "pkg/approvalpolicy", "pkg/sessionaccess", "pkg/sessionevents", "pkg/wsframe", "pkg/admission/authz", "pkg/registry/finalizers", "pkg/registry/status", "pkg/registry/table",
 		"pkg/registry/registrytest"}
 	// recording is the recorder, the part the proxy and the session
 	// storage build on.

@@ -215,6 +215,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err := genericServer.InstallAPIGroup(&apiGroupInfo); err != nil {
 		return nil, err
 	}
+	if parts.eventDelivery, err = c.ExtraConfig.eventDelivery(optsGetter); err != nil {
+		return nil, err
+	}
 	if err := parts.start(genericServer, c.ExtraConfig, c.core, sessions.Proxy); err != nil {
 		return nil, err
 	}

@@ -56,6 +56,8 @@ type parts struct {
 	// events records the sessions' events of this replica; nil when
 	// standalone.
 	events events.EventBroadcaster
+	// eventDelivery stores and delivers session events (nil without sinks).
+	eventDelivery *controllers.EventDelivery
 }
 
 // sessionEvents records an event of a moderated stream on its Session.
@@ -232,6 +234,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 				KubeconfigInformer: kubeconfigInformer,
 				LockInformer:       locks,
 				CredentialInformer: credentialSecrets,
+				Events:             p.eventDelivery,
 			})
 			if err != nil {
 				klog.ErrorS(err, "Controllers stopped")

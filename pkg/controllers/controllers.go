@@ -29,11 +29,13 @@ import (
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/controllers/expiredlocks"
 	"github.com/clustergate/clustergate/pkg/controllers/gardenerclusterkubeconfigs"
+	"github.com/clustergate/clustergate/pkg/controllers/sessionevents"
 	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned/scheme"
 	clustergatev1alpha1informers "github.com/clustergate/clustergate/pkg/generated/informers/externalversions/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/sessionevents/sinks"
 )
 
 // LeaseName is the Lease the writing controllers are elected with.
@@ -56,6 +58,16 @@ type Options struct {
 	// LockRetention is how long an expired SessionLock stays before it is
 	// deleted; 0 keeps it.
 	LockRetention time.Duration
+	// SessionEventSinks are where session events go
+	// (--session-event-sinks-config); nil: nowhere, and none is stored.
+	SessionEventSinks *sinks.Configuration
+}
+
+// EventDelivery is what session events need besides their sinks'
+// configuration: the outbox and a sender per sink.
+type EventDelivery struct {
+	Outbox  sessionevents.Store
+	Senders []sessionevents.Sender
 }
 
 // DefaultOptions are the controllers' settings: elected leader, expired
@@ -105,6 +117,9 @@ type Config struct {
 	// projects' namespaces TargetAccess shares; nil without a Gardener
 	// project.
 	GardenerClient *gardener.Client
+	// Events stores and delivers session events; nil without
+	// SessionEventSinks.
+	Events *EventDelivery
 }
 
 // Run runs the controllers until ctx ends.
@@ -148,13 +163,23 @@ func Run(ctx context.Context, cfg Config) error {
 		targetSecrets := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(cfg.Sessions.Namespace),
 			informers.WithTransform(controllerutil.SlimForCache),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sessions.TargetSelector().String() }))
-		sessionController, err := sessions.New(cfg.Sessions, client, kube, istio, gardenerSessions,
+		sessionOptions := cfg.Sessions
+		var running []func(context.Context)
+		if cfg.Events != nil {
+			// Each term reads the outbox anew: what a previous leader
+			// stored is not stored again.
+			events := sessionevents.New(cfg.SessionEventSinks, cfg.Events.Outbox, cfg.Events.Senders, cfg.SessionInformer.Lister(),
+				cfg.Sessions.ApprovalTimeout, clock.RealClock{})
+			sessionOptions.Events = events
+			running = append(running, events.Run)
+		}
+		sessionController, err := sessions.New(sessionOptions, client, kube, istio, gardenerSessions,
 			cfg.SessionInformer, cfg.LockInformer, cfg.CredentialInformer, targetSecrets.Core().V1().Secrets(), recorder, clock.RealClock{})
 		if err != nil {
 			logger.Error(err, "Building the session controller")
 			return
 		}
-		running := []func(context.Context){sessionController.Run}
+		running = append(running, sessionController.Run)
 		if cfg.LockRetention > 0 {
 			locks, err := expiredlocks.New(cfg.LockRetention, client, cfg.LockInformer, clock.RealClock{})
 			if err != nil {

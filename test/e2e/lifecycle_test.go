@@ -76,7 +76,12 @@ rules:
 	if err := os.WriteFile(accessConfig, accessYAML, 0o600); err != nil {
 		return nil, "", err
 	}
+	sinksConfig, err := eventSinkSetup(dir)
+	if err != nil {
+		return nil, "", err
+	}
 	return []string{
+		"--session-event-sinks-config=" + sinksConfig,
 		"--session-approval-groups=" + approvalGroup,
 		// Orphaned RoleBindings of scoped sessions go within seconds.
 		"--session-orphan-sweep-interval=" + orphanSweep.String(),

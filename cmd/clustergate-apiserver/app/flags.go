@@ -74,6 +74,8 @@ func (o *Options) addSessionFlags(fss *cliflag.NamedFlagSets) {
 		"Longest spec.idleTimeout a Session may ask for; when set, none (0s) is refused too. 0 is no bound.")
 	fs.DurationVar(&o.Server.Controllers.LockRetention, "session-lock-retention", o.Server.Controllers.LockRetention,
 		"How long a SessionLock stays after its spec.expiresAt (listed as Expired) before the controller deletes it; 0 keeps expired locks until someone deletes them. Locks without an expiry are never deleted by it.")
+	fs.StringVar(&o.SessionEventSinksConfigFile, "session-event-sinks-config", o.SessionEventSinksConfigFile,
+		"File of kind SessionEventSinks (config.clustergate.dev/v1alpha1): the HTTPS sinks the controllers' leader delivers every step of a Session's life to as CloudEvents or chat messages, through an outbox in the server's storage (docs/usage.md, \"Session events\"). Unset, no event is stored or sent.")
 	fs.DurationVar(&lc.LastUsedInterval, "session-last-used-interval", lc.LastUsedInterval,
 		"How often, at most, the replicas write a Session's status.lastUsedAt between them while it is used. The shortest idle timeout is four of it. Meant to stay at its default; shorter only for tests.")
 }

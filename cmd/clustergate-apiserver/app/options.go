@@ -23,6 +23,7 @@ import (
 	"github.com/clustergate/clustergate/pkg/apiserver"
 	"github.com/clustergate/clustergate/pkg/embeddedetcd"
 	"github.com/clustergate/clustergate/pkg/sessionaccess"
+	"github.com/clustergate/clustergate/pkg/sessionevents/sinks"
 )
 
 // Options are the flags of clustergate-apiserver.
@@ -49,6 +50,8 @@ type Options struct {
 	SessionAccessGroups []string
 	// SessionAccessConfigFile holds the access levels and deny rules.
 	SessionAccessConfigFile string
+	// SessionEventSinksConfigFile holds where session events go.
+	SessionEventSinksConfigFile string
 	// SessionLifecycle holds the --session-* flags of approval, extension
 	// and justification; sessionLimits merges them with the TTLs.
 	SessionLifecycle validation.SessionLimits
@@ -94,6 +97,11 @@ func (o *Options) Complete() error {
 		return err
 	}
 	o.Server.SessionAccess = access
+	if o.SessionEventSinksConfigFile != "" {
+		if o.Server.Controllers.SessionEventSinks, err = sinks.Load(o.SessionEventSinksConfigFile); err != nil {
+			return err
+		}
+	}
 	o.Server.SessionLimits = o.sessionLimits()
 	o.Server.Controllers.Sessions.ApprovalTimeout = o.SessionLifecycle.ApprovalTimeout
 	o.completeRecording()

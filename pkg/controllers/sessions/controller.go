@@ -5,6 +5,7 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/credentials"
 	"github.com/clustergate/clustergate/pkg/gardener"
@@ -51,6 +53,15 @@ type Options struct {
 	// of sessions that no longer exist on the targets it knows; 0 is
 	// DefaultOrphanSweepInterval.
 	OrphanSweepInterval time.Duration
+	// Events stores the lifecycle events of the sessions it is shown in
+	// the outbox; nil without event sinks.
+	Events Events
+}
+
+// Events stores the events of the steps a session shows that are not
+// stored yet.
+type Events interface {
+	Record(ctx context.Context, s *v1alpha1.Session) error
 }
 
 // DefaultOrphanSweepInterval and DefaultBindingCleanupTimeout apply when
@@ -188,10 +199,23 @@ func (c *Controller) sync(ctx context.Context, key types.NamespacedName) (contro
 	}
 	a := NextAction(o, c.opts.Config)
 	klog.FromContext(ctx).V(4).Info("Next action", "session", key, "action", a.Type)
+	// The events of what the pass sees are stored before it acts on it: a
+	// session's ended event is in the outbox before its finalizer goes.
+	// Otherwise a failure to store them does not hold the session up: the
+	// pass acts, and is tried again for the events.
+	var events error
+	if c.opts.Events != nil {
+		if events = c.opts.Events.Record(ctx, s); events != nil && a.Type == RemoveFinalizer {
+			return controllerutil.Result{}, fmt.Errorf("storing the session's events before it goes: %w", events)
+		}
+	}
 	if err := c.perform(ctx, o, target, a); err != nil {
 		return controllerutil.Result{}, err
 	}
 	record(o, a)
+	if events != nil {
+		return controllerutil.Result{}, fmt.Errorf("storing the session's events: %w", events)
+	}
 	return controllerutil.Result{RequeueAfter: a.RequeueAfter, Again: !comesBackAsEvent(a.Type)}, nil
 }
 
