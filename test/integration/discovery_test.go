@@ -48,6 +48,7 @@ func TestDiscovery(t *testing.T) {
 		"sessions/approval":                 "namespaced=true short=[] categories=[]",
 		"sessions/extension":                "namespaced=true short=[] categories=[]",
 		"sessions/kubeconfig":               "namespaced=true short=[] categories=[]",
+		"sessions/moderation":               "namespaced=true short=[] categories=[]",
 		"sessions/recordings":               "namespaced=true short=[] categories=[]",
 		"gardenerclusterkubeconfigs":        "namespaced=true short=[gck] categories=[clustergate]",
 		"gardenerclusterkubeconfigs/status": "namespaced=true short=[] categories=[]",
