@@ -51,46 +51,8 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 		return fmt.Errorf("etcd: %w", err)
 	}
 
-	kubeAPIServer := func(name string, port int, serving KeyPair, clientCA *CA, prefix string, extra ...string) error {
-		args := []string{
-			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
-			"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
-			"--etcd-servers=" + etcdURL, "--etcd-prefix=" + prefix,
-			"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
-			"--client-ca-file=" + clientCA.CertFile,
-			"--authorization-mode=RBAC",
-			// Each kube-apiserver is an OIDC issuer of its service
-			// account tokens at its own URL, whose discovery document and
-			// keys it serves: the garden's is the data plane's issuer.
-			"--service-account-issuer=" + issuerURL(port),
-			"--service-account-issuer=https://kubernetes.default.svc",
-			"--service-account-jwks-uri=" + issuerURL(port) + "/openid/v1/jwks",
-			"--service-account-key-file=" + c.serviceAccount.KeyFile,
-			"--service-account-signing-key-file=" + c.serviceAccount.KeyFile,
-			"--service-cluster-ip-range=10.0.0.0/24",
-			"--enable-priority-and-fairness=false",
-			"--profiling=false",
-			"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", name),
-		}
-		if name == "garden-apiserver" {
-			workload, err := cp.gardenWorkloadArgs()
-			if err != nil {
-				return err
-			}
-			args = append(args, workload...)
-		}
-		return cp.start(name, "kube-apiserver", append(args, extra...)...)
-	}
-	if err := kubeAPIServer("garden-apiserver", cp.ports.garden, c.gardenServing, c.clientCA, "/registry-garden",
-		"--requestheader-client-ca-file="+c.frontProxyCA.CertFile,
-		"--requestheader-allowed-names=front-proxy-client",
-		"--requestheader-username-headers=X-Remote-User",
-		"--requestheader-group-headers=X-Remote-Group",
-		"--requestheader-uid-headers=X-Remote-Uid",
-		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file="+c.frontProxyClient.CertFile,
-		"--proxy-client-key-file="+c.frontProxyClient.KeyFile,
-	); err != nil {
+	if err := cp.startKubeAPIServer("garden-apiserver", cp.ports.garden, c.gardenServing, c.clientCA, c.serviceAccount, "/registry-garden",
+		aggregatorArgs(c.frontProxyCA, c.frontProxyClient)...); err != nil {
 		return err
 	}
 	auditPolicy := filepath.Join(cp.opts.Dir, "shoot-audit-policy.yaml")
@@ -98,7 +60,7 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 		return err
 	}
 	cp.ShootAuditLog = filepath.Join(cp.logs, "shoot-audit.log")
-	if err := kubeAPIServer("shoot-apiserver", cp.ports.shoot, c.shootServing, c.shootClientCA, "/registry-shoot",
+	if err := cp.startKubeAPIServer("shoot-apiserver", cp.ports.shoot, c.shootServing, c.shootClientCA, c.serviceAccount, "/registry-shoot",
 		"--audit-policy-file="+auditPolicy, "--audit-log-path="+cp.ShootAuditLog, "--audit-log-format=json",
 		"--kubelet-certificate-authority="+c.nodeCA.CertFile,
 		"--kubelet-client-certificate="+c.kubeletClient.CertFile,
@@ -139,6 +101,57 @@ func (cp *ControlPlane) startKubeAPIServers(ctx context.Context) error {
 	return cp.registerNode(ctx)
 }
 
+// startKubeAPIServer starts kube-apiserver name on the control plane's etcd
+// under prefix, serving on 127.0.0.1:port with serving, trusting clientCA
+// for its clients and signing service-account tokens with serviceAccount's
+// key; extra are further flags.
+func (cp *ControlPlane) startKubeAPIServer(name string, port int, serving KeyPair, clientCA, serviceAccount *CA, prefix string, extra ...string) error {
+	args := []string{
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none",
+		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd), "--etcd-prefix=" + prefix,
+		"--tls-cert-file=" + serving.CertFile, "--tls-private-key-file=" + serving.KeyFile,
+		"--client-ca-file=" + clientCA.CertFile,
+		"--authorization-mode=RBAC",
+		// Each kube-apiserver is an OIDC issuer of its service
+		// account tokens at its own URL, whose discovery document and
+		// keys it serves: the garden's is the data plane's issuer.
+		"--service-account-issuer=" + issuerURL(port),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-jwks-uri=" + issuerURL(port) + "/openid/v1/jwks",
+		"--service-account-key-file=" + serviceAccount.KeyFile,
+		"--service-account-signing-key-file=" + serviceAccount.KeyFile,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false",
+		"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", name),
+	}
+	if name == "garden-apiserver" {
+		workload, err := cp.gardenWorkloadArgs()
+		if err != nil {
+			return err
+		}
+		args = append(args, workload...)
+	}
+	return cp.start(name, "kube-apiserver", append(args, extra...)...)
+}
+
+// aggregatorArgs are a kube-apiserver's flags for its aggregator: it
+// forwards requests to aggregated servers with client, a certificate of
+// frontProxyCA, which they trust through extension-apiserver-authentication.
+func aggregatorArgs(frontProxyCA *CA, client KeyPair) []string {
+	return []string{
+		"--requestheader-client-ca-file=" + frontProxyCA.CertFile,
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-uid-headers=X-Remote-Uid",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + client.CertFile,
+		"--proxy-client-key-file=" + client.KeyFile,
+	}
+}
+
 // shootAuditPolicy logs who made each request to the shoot and from where.
 const shootAuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
@@ -167,18 +180,6 @@ func (cp *ControlPlane) registerNode(ctx context.Context) error {
 // startControllerManagers starts one kube-controller-manager per cluster,
 // each running only the controllers the tests rely on.
 func (cp *ControlPlane) startControllerManagers(context.Context) error {
-	controllerManager := func(name, kubeconfig string, port int, controllers string, extra ...string) error {
-		return cp.start(name, "kube-controller-manager", append([]string{
-			"--kubeconfig=" + kubeconfig,
-			"--authentication-kubeconfig=" + kubeconfig,
-			"--authorization-kubeconfig=" + kubeconfig,
-			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
-			"--controllers=" + controllers,
-			"--leader-elect=false",
-			"--use-service-account-credentials=false",
-			"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", name),
-		}, extra...)...)
-	}
 	// In the garden: aggregated ClusterRoles (clustergate's read rules join
 	// "view"), namespace deletion, and the usage of ResourceQuotas, which
 	// clustergate's admission enforces for its own resources.
@@ -188,7 +189,7 @@ func (cp *ControlPlane) startControllerManagers(context.Context) error {
 	// Each controller acts as its own service account with the RBAC a real
 	// cluster gives it: the namespace controller may delete every resource
 	// but holds no custom verbs such as clustergate's "revoke".
-	if err := controllerManager("garden-controller-manager", cp.AdminKubeconfig, cp.ports.gardenControllers,
+	if err := cp.startControllerManager("garden-controller-manager", cp.AdminKubeconfig, cp.ports.gardenControllers,
 		"clusterrole-aggregation-controller,namespace-controller,resourcequota-controller",
 		"--resource-quota-sync-period=15s", "--use-service-account-credentials=true"); err != nil {
 		return err
@@ -196,10 +197,26 @@ func (cp *ControlPlane) startControllerManagers(context.Context) error {
 	// In the shoot: the CSR signer, signing with the shoot's client CA, so
 	// that certificates minted for Sessions authenticate at the shoot; and
 	// aggregated ClusterRoles, so that "view" and "edit" hold their rules.
-	return controllerManager("shoot-controller-manager", cp.ShootKubeconfig, cp.ports.signer,
+	return cp.startControllerManager("shoot-controller-manager", cp.ShootKubeconfig, cp.ports.signer,
 		"certificatesigningrequest-signing-controller,clusterrole-aggregation-controller",
 		"--cluster-signing-cert-file="+cp.certs.shootClientCA.CertFile,
 		"--cluster-signing-key-file="+cp.certs.shootClientCA.KeyFile)
+}
+
+// startControllerManager starts kube-controller-manager name against the
+// cluster of kubeconfig, on 127.0.0.1:port, with only controllers (a
+// comma-separated list) and no leader election.
+func (cp *ControlPlane) startControllerManager(name, kubeconfig string, port int, controllers string, extra ...string) error {
+	return cp.start(name, "kube-controller-manager", append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--controllers=" + controllers,
+		"--leader-elect=false",
+		"--use-service-account-credentials=false",
+		"--cert-dir=" + filepath.Join(cp.opts.Dir, "data", name),
+	}, extra...)...)
 }
 
 // issuerURL is the service-account issuer of the kube-apiserver on port.

@@ -108,7 +108,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "patch", "apiservice", "v1alpha1.clustergate.dev", "--type=merge", "-p", patch); err != nil {
 		return err
 	}
-	if err := cp.waitAPIService(ctx, "v1alpha1.clustergate.dev"); err != nil {
+	if err := cp.waitAPIService(ctx, cp.AdminKubeconfig, "v1alpha1.clustergate.dev"); err != nil {
 		return err
 	}
 	// Ready for users: sessions can be listed, and the aggregator has merged

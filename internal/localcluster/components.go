@@ -80,7 +80,7 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 		return err
 	}
 	for _, n := range names {
-		if err := cp.waitAPIService(ctx, n); err != nil {
+		if err := cp.waitAPIService(ctx, cp.AdminKubeconfig, n); err != nil {
 			return err
 		}
 	}

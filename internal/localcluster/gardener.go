@@ -44,9 +44,9 @@ func (cp *ControlPlane) startGardener(ctx context.Context) error {
 		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", cp.ports.etcd),
 		"--tls-cert-file="+serving.CertFile, "--tls-private-key-file="+serving.KeyFile,
 		"--cluster-identity=clustergate-local",
-		"--kubeconfig="+cp.AdminKubeconfig,
-		"--authentication-kubeconfig="+cp.AdminKubeconfig,
-		"--authorization-kubeconfig="+cp.AdminKubeconfig,
+		"--kubeconfig="+cp.gardenerHome(),
+		"--authentication-kubeconfig="+cp.gardenerHome(),
+		"--authorization-kubeconfig="+cp.gardenerHome(),
 		"--enable-priority-and-fairness=false",
 	); err != nil {
 		return err
@@ -55,11 +55,11 @@ func (cp *ControlPlane) startGardener(ctx context.Context) error {
 	cp.values.GardenerGroupVersions = gardenerGroupVersions
 	cp.values.AggregatedCABundle = base64.StdEncoding.EncodeToString(cp.certs.aggregatedCA.CertPEM())
 	cp.values.Project, cp.values.Shoot = Project, Shoot
-	if err := cp.applyFixture(ctx, cp.AdminKubeconfig, "gardener-apiservices.yaml"); err != nil {
+	if err := cp.applyFixture(ctx, cp.gardenerHome(), "gardener-apiservices.yaml"); err != nil {
 		return err
 	}
 	for _, gv := range gardenerGroupVersions {
-		if err := cp.waitAPIService(ctx, gv.Version+"."+gv.Group); err != nil {
+		if err := cp.waitAPIService(ctx, cp.gardenerHome(), gv.Version+"."+gv.Group); err != nil {
 			return err
 		}
 	}
@@ -85,15 +85,15 @@ func (cp *ControlPlane) AddShoot(ctx context.Context, project, shoot string) err
 	// Admission in gardener-apiserver reads Projects from its own cache, so a
 	// Shoot may be refused until it has seen the Project: applying again is
 	// harmless.
-	if err := cp.retry(ctx, func() error { return cp.applyFixtureWith(ctx, cp.AdminKubeconfig, "gardener.yaml", v) }); err != nil {
+	if err := cp.retry(ctx, func() error { return cp.applyFixtureWith(ctx, cp.gardenerHome(), "gardener.yaml", v) }); err != nil {
 		return err
 	}
 	status := fmt.Sprintf(`{"status":{"advertisedAddresses":[{"name":"external","url":%q}]}}`, cp.gardenShootURL)
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+project, "patch", "shoot", shoot,
+	if _, err := cp.Kubectl(ctx, cp.gardenerHome(), nil, "-n", "garden-"+project, "patch", "shoot", shoot,
 		"--subresource=status", "--type=merge", "-p", status); err != nil {
 		return err
 	}
-	_, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "garden-"+project, "apply", "-f",
+	_, err := cp.Kubectl(ctx, cp.gardenerHome(), nil, "-n", "garden-"+project, "apply", "-f",
 		filepath.Join(cp.opts.RepoRoot, "artifacts", "gardener", "role.yaml"))
 	return err
 }
@@ -125,7 +125,7 @@ func (cp *ControlPlane) GardenerMetrics(ctx context.Context) ([]byte, error) {
 		// its certificate does not name; the Service's name it does.
 		host = cp.values.GardenerAddress
 	}
-	return cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "--server", fmt.Sprintf("https://%s:%d", host, cp.ports.gardener),
+	return cp.Kubectl(ctx, cp.gardenerHome(), nil, "--server", fmt.Sprintf("https://%s:%d", host, cp.ports.gardener),
 		"--certificate-authority", cp.certs.aggregatedCA.CertFile, "--tls-server-name", "gardener-apiserver.kube-system.svc",
 		"get", "--raw", "/metrics")
 }

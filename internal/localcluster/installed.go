@@ -188,16 +188,29 @@ components:
 	if _, err := cp.Kubectl(ctx, kc, nil, "apply", "-k", overlay); err != nil {
 		return err
 	}
-	for _, step := range []struct {
-		what string
-		args []string
-	}{
-		{"certificates ready", []string{"-n", "clustergate-system", "wait", "--for=condition=Ready", "certificate", "--all", "--timeout=120s"}},
-		{"etcd 3/3 ready", []string{"-n", "clustergate-system", "rollout", "status", "statefulset/clustergate-etcd", "--timeout=300s"}},
-		{"deployment clustergate available", []string{"-n", "clustergate-system", "rollout", "status", "deployment/clustergate", "--timeout=300s"}},
-		{"APIService available", []string{"wait", "--for=condition=Available", "apiservice/v1alpha1.clustergate.dev", "--timeout=120s"}},
-	} {
-		if _, err := cp.Kubectl(ctx, kc, nil, step.args...); err != nil {
+	return cp.waitInstalled(ctx, applied, []installStep{
+		{"certificates ready", kc, []string{"-n", "clustergate-system", "wait", "--for=condition=Ready", "certificate", "--all", "--timeout=120s"}},
+		{"etcd 3/3 ready", kc, []string{"-n", "clustergate-system", "rollout", "status", "statefulset/clustergate-etcd", "--timeout=300s"}},
+		{"deployment clustergate available", kc, []string{"-n", "clustergate-system", "rollout", "status", "deployment/clustergate", "--timeout=300s"}},
+		{"APIService available", kc, []string{"wait", "--for=condition=Available", "apiservice/v1alpha1.clustergate.dev", "--timeout=120s"}},
+	})
+}
+
+// installStep is a state of an install that kubectl waits for.
+type installStep struct {
+	// what the state is, for the log and errors.
+	what string
+	// kubeconfig is of the cluster kubectl asks.
+	kubeconfig string
+	// args make kubectl wait, such as wait --for or rollout status.
+	args []string
+}
+
+// waitInstalled waits for each step in turn, logging when it was reached
+// since applied.
+func (cp *ControlPlane) waitInstalled(ctx context.Context, applied time.Time, steps []installStep) error {
+	for _, step := range steps {
+		if _, err := cp.Kubectl(ctx, step.kubeconfig, nil, step.args...); err != nil {
 			return fmt.Errorf("waiting until %s: %w", step.what, err)
 		}
 		cp.opts.Logf("%s %s after apply", step.what, time.Since(applied).Round(100*time.Millisecond))

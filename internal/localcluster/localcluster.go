@@ -66,6 +66,11 @@ type Options struct {
 	// The caller installs the shipped artifacts instead, as pods on the
 	// process node (with ProcessNode; see installed.go).
 	Installed bool
+	// VirtualGarden, with Installed, adds a virtual garden as
+	// gardener-operator lays a landscape out (virtualgarden.go): a second
+	// kube-apiserver without nodes, where gardener-apiserver is aggregated
+	// instead of in the garden, which becomes the runtime cluster.
+	VirtualGarden bool
 }
 
 // ControlPlane is a running local control plane.
@@ -92,6 +97,8 @@ type ControlPlane struct {
 	// processNode holds the process node's certificates, with
 	// Options.ProcessNode.
 	processNode *processNode
+	// virtual is the virtual garden, with Options.VirtualGarden.
+	virtual *virtualGarden
 
 	// AdminKubeconfig reaches the garden kube-apiserver as system:masters.
 	AdminKubeconfig string
@@ -114,6 +121,9 @@ type ControlPlane struct {
 	// DataPlaneIssuer is the URL of the data plane's one JWT issuer, the
 	// garden's service-account issuer.
 	DataPlaneIssuer string
+	// VirtualGardenKubeconfig reaches the virtual garden's kube-apiserver
+	// as system:masters, at VirtualGardenURL, with Options.VirtualGarden.
+	VirtualGardenKubeconfig, VirtualGardenURL string
 	// TokenExecPlugin is an exec credential plugin that prints a data-plane
 	// token of a garden service account: arguments kubeconfig, namespace,
 	// service account, audience.
@@ -149,6 +159,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		{"etcd and kube-apiservers", cp.startKubeAPIServers},
 		{"controller managers", cp.startControllerManagers},
 		{"workloads", cp.startWorkloads},
+		{"virtual garden", cp.startVirtualGarden},
 		{"gardener-apiserver", cp.startGardener},
 		{"clustergate", cp.startClustergate},
 	} {

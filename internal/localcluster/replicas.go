@@ -75,7 +75,12 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string, flags ...
 // one in turn, as a layer-4 load balancer does, and returns its host:port.
 // Stop stops it.
 func (cp *ControlPlane) Balance(backends ...string) (string, error) {
-	b, err := newBalancer("127.0.0.1:0")
+	return cp.balance("127.0.0.1:0", backends...)
+}
+
+// balance is Balance listening on address.
+func (cp *ControlPlane) balance(address string, backends ...string) (string, error) {
+	b, err := newBalancer(address)
 	if err != nil {
 		return "", err
 	}

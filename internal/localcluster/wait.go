@@ -21,11 +21,11 @@ func (cp *ControlPlane) waitReady(ctx context.Context, kubeconfig string) error 
 	})
 }
 
-// waitAPIService waits until the garden reports the APIService name
-// Available.
-func (cp *ControlPlane) waitAPIService(ctx context.Context, name string) error {
+// waitAPIService waits until the cluster of kubeconfig reports the
+// APIService name Available.
+func (cp *ControlPlane) waitAPIService(ctx context.Context, kubeconfig, name string) error {
 	return cp.retry(ctx, func() error {
-		out, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "get", "apiservice", name,
+		out, err := cp.Kubectl(ctx, kubeconfig, nil, "get", "apiservice", name,
 			"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
 		if err != nil {
 			return err

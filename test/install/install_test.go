@@ -5,22 +5,16 @@
 // overlay of artifacts/overlays/ha with the cert-manager component that
 // changes only the image references, with kubectl apply -k, onto a garden
 // whose process node runs the images of make images from a local registry,
-// with certificates from cert-manager's own controllers.
+// with certificates from cert-manager's own controllers; and the
+// virtual-garden layout of a gardener-operator landscape, split between
+// that garden as the runtime cluster and a virtual garden without nodes.
 package install
 
 import (
 	"context"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/clustergate/clustergate/internal/images"
-	"github.com/clustergate/clustergate/internal/localcluster"
-	"github.com/clustergate/clustergate/internal/localregistry"
 )
 
 // ns is where the shipped artifacts install clustergate.
@@ -29,60 +23,8 @@ const ns = "clustergate-system"
 // TestInstall installs the highly available layout and uses the API
 // through the aggregator.
 func TestInstall(t *testing.T) {
-	if os.Geteuid() != 0 {
-		// Failing, not skipping: make test must not pass without it.
-		t.Fatal("the process node needs root (network namespaces, chroot): run make test-install as root")
-	}
-	// go test runs in the package's directory.
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(root, "_output", "bin")
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "process-kubelet", "gardener-apiserver", "cert-manager"} {
-		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
-			t.Fatalf("%s is missing: run hack/tools/build.sh and hack/tools/build.sh cert-manager", b)
-		}
-	}
-	layout := filepath.Join(root, "_output", "images", "oci")
-	if _, err := os.Stat(filepath.Join(layout, "index.json")); err != nil {
-		t.Fatalf("no images in %s: run make images", layout)
-	}
+	cp, install := startGarden(t, "cluster", false)
 	ctx := context.Background()
-
-	reg, err := localregistry.Start(localregistry.Options{BlobDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = reg.Close() })
-	pushed, err := images.PushLayout(ctx, layout, reg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	install, err := localcluster.PushedImages(pushed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("images: %s@%s, %s", install.ServerRef, install.ServerDigest, install.EtcdRef)
-
-	prefix := fmt.Sprintf("ci%04x", rand.IntN(1<<16))
-	t.Cleanup(func() {
-		if err := localcluster.RemoveNetwork(prefix); err != nil {
-			t.Error(err)
-		}
-	})
-	cp, err := localcluster.Start(ctx, localcluster.Options{
-		Dir: filepath.Join(root, "_output", "install", "cluster"), BinDir: bin, RepoRoot: root, Logf: t.Logf,
-		ProcessNode: &localcluster.ProcessNodeOptions{NetworkPrefix: prefix, PodCIDR: fmt.Sprintf("10.244.%d.0/24", rand.IntN(250)+1)},
-		Installed:   true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cp.Stop)
-	if err := cp.StartCertManager(ctx); err != nil {
-		t.Fatal(err)
-	}
 	k := &kube{t: t, ctx: ctx, cp: cp}
 	t.Cleanup(func() {
 		if t.Failed() && !k.dumped {
@@ -137,10 +79,6 @@ spec:
 	// What a failure left, while the garden still answers.
 	if t.Failed() {
 		k.dump()
-	}
-	cp.Stop()
-	if left := localcluster.NetworkLinks(prefix); len(left) > 0 {
-		t.Errorf("the node left %v", left)
 	}
 }
 

@@ -19,6 +19,9 @@ type kube struct {
 	t   *testing.T
 	ctx context.Context
 	cp  *localcluster.ControlPlane
+	// kubeconfig is the admin's of another cluster than the garden, such
+	// as the virtual garden; empty is the garden's.
+	kubeconfig string
 	// dumped says dump ran: once is enough.
 	dumped bool
 }
@@ -36,11 +39,19 @@ func (k *kube) runIn(stdin string, args ...string) string {
 	if stdin != "" {
 		in = []byte(stdin)
 	}
-	out, err := k.cp.Kubectl(k.ctx, k.cp.AdminKubeconfig, in, args...)
+	out, err := k.cp.Kubectl(k.ctx, k.admin(), in, args...)
 	if err != nil {
 		k.t.Fatal(err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// admin is the admin's kubeconfig of k's cluster.
+func (k *kube) admin() string {
+	if k.kubeconfig != "" {
+		return k.kubeconfig
+	}
+	return k.cp.AdminKubeconfig
 }
 
 // as runs kubectl with another kubeconfig and returns its output.
@@ -55,7 +66,7 @@ func (k *kube) as(kubeconfig string, args ...string) string {
 
 // try runs kubectl and returns output or error text, never failing.
 func (k *kube) try(args ...string) string {
-	out, err := k.cp.Kubectl(k.ctx, k.cp.AdminKubeconfig, nil, args...)
+	out, err := k.cp.Kubectl(k.ctx, k.admin(), nil, args...)
 	if err != nil {
 		return string(out) + err.Error()
 	}

@@ -46,8 +46,14 @@ func gardenTarget(t *testing.T, k *kube) {
 // its expiresAt.
 func openSession(t *testing.T, k *kube, namespace, name, group, ttl string) (string, time.Time) {
 	t.Helper()
+	return openSessionOf(t, k, namespace, name, sessionManifest(namespace, name, group, ttl))
+}
+
+// openSessionOf is openSession of the Session manifest, namespace/name.
+func openSessionOf(t *testing.T, k *kube, namespace, name, manifest string) (string, time.Time) {
+	t.Helper()
 	created := time.Now()
-	k.runIn(sessionManifest(namespace, name, group, ttl), "create", "-f", "-")
+	k.runIn(manifest, "create", "-f", "-")
 	out := k.try("-n", namespace, "wait", "--for=condition=Ready", "session/"+name, "--timeout=60s")
 	if !strings.Contains(out, "condition met") {
 		t.Fatalf("session %s not Ready: %s\n%s", name, out, k.try("-n", namespace, "get", "session", name, "-o", "yaml"))
@@ -58,7 +64,7 @@ func openSession(t *testing.T, k *kube, namespace, name, group, ttl string) (str
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), name+".kubeconfig")
-	if err := k.cp.SessionKubeconfig(k.ctx, k.cp.AdminKubeconfig, namespace, name, path); err != nil {
+	if err := k.cp.SessionKubeconfig(k.ctx, k.admin(), namespace, name, path); err != nil {
 		t.Fatal(err)
 	}
 	return path, expires
