@@ -139,6 +139,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		sessions.NewCollector(sessionInformer.Lister(), sessionInformer.Informer().HasSynced, clock.RealClock{}),
 		gardenerclusterkubeconfigs.NewCollector(kubeconfigInformer.Lister(), kubeconfigInformer.Informer().HasSynced, extra.Controllers.GardenerClusterKubeconfigs.Config, clock.RealClock{}))
 
+	startEvents := p.sessionEventsOfEveryReplica(extra, sessionInformer.Lister())
 	server.AddPostStartHookOrDie("start-session-proxy", func(hookCtx genericapiserver.PostStartHookContext) error {
 		forget := func(types.UID) {}
 		if p.credentials != nil {
@@ -156,6 +157,7 @@ func (p *parts) start(server *genericapiserver.GenericAPIServer, extra *ExtraCon
 		if p.recorder != nil {
 			go p.recorder.Run(hookCtx)
 		}
+		startEvents(hookCtx)
 		if p.events != nil {
 			p.events.StartRecordingToSink(hookCtx.Done())
 		}

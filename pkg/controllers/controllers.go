@@ -59,15 +59,16 @@ type Options struct {
 	// deleted; 0 keeps it.
 	LockRetention time.Duration
 	// SessionEventSinks are where session events go
-	// (--session-event-sinks-config); nil: nowhere, and none is stored.
-	SessionEventSinks *sinks.Configuration
+	// (--session-event-sinks-config), reloaded when the file changes; nil:
+	// nowhere, and none is stored.
+	SessionEventSinks *sinks.File
 }
 
-// EventDelivery is what session events need besides their sinks'
-// configuration: the outbox and a sender per sink.
+// EventDelivery is what session events need: the outbox and the sinks in
+// effect.
 type EventDelivery struct {
-	Outbox  sessionevents.Store
-	Senders []sessionevents.Sender
+	Outbox sessionevents.Store
+	Sinks  sessionevents.Sinks
 }
 
 // DefaultOptions are the controllers' settings: elected leader, expired
@@ -168,7 +169,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Events != nil {
 			// Each term reads the outbox anew: what a previous leader
 			// stored is not stored again.
-			events := sessionevents.New(cfg.SessionEventSinks, cfg.Events.Outbox, cfg.Events.Senders, cfg.SessionInformer.Lister(),
+			events := sessionevents.New(cfg.Events.Sinks, cfg.Events.Outbox, cfg.SessionInformer.Lister(),
 				cfg.Sessions.ApprovalTimeout, clock.RealClock{})
 			sessionOptions.Events = events
 			running = append(running, events.Run)

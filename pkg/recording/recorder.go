@@ -20,6 +20,7 @@ import (
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/recording/store"
+	"github.com/clustergate/clustergate/pkg/sessionevents"
 )
 
 // Defaults of Config.
@@ -60,6 +61,28 @@ type Recorder struct {
 	mu       sync.Mutex
 	requests map[requestLogKey]*requestBuffer
 	seq      int
+
+	// failures is told of every failed recording; nil tells nobody.
+	failures FailureReporter
+}
+
+// FailureReporter is told once of each stream whose recording fails: the
+// session events' outbox, which makes a recording_failed event of it. It
+// is called on the stream's path (OpenStream, the recording's goroutine)
+// and must not block.
+type FailureReporter interface {
+	RecordingFailed(sessionevents.RecordingFailure)
+}
+
+// ReportFailuresTo has r told of every recording that fails from now on;
+// set before the recorder records.
+func (r *Recorder) ReportFailuresTo(f FailureReporter) { r.failures = f }
+
+// reportFailure tells the failure reporter, if any.
+func (r *Recorder) reportFailure(info v1alpha1.RecordingInfo, outcome sessionevents.RecordingOutcome) {
+	if r.failures != nil {
+		r.failures.RecordingFailed(sessionevents.RecordingFailure{Info: info, Outcome: outcome, At: r.cfg.Clock.Now()})
+	}
 }
 
 // New returns a recorder; nil when the mode is off.
@@ -152,8 +175,10 @@ func (r *Recorder) OpenStream(ctx context.Context, info v1alpha1.RecordingInfo) 
 		writeFailures.Inc()
 		if r.Required() {
 			refusedStreams.Inc()
+			r.reportFailure(info, sessionevents.StreamRefused)
 			return nil, fmt.Errorf("the recording cannot be written: %w", err)
 		}
+		r.reportFailure(info, sessionevents.StreamUnrecorded)
 		klog.ErrorS(err, "Recording not started; the stream runs unrecorded (best-effort)", "session", klog.KRef(info.Namespace, info.Name), "stream", info.Stream)
 		failedStreams.Inc()
 		s.failed = err

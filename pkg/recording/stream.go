@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/sessionevents"
 )
 
 // Stream is the recording of one interactive stream. The relay hands it
@@ -342,6 +343,11 @@ func (s *Stream) fail(err error) {
 	failedStreams.Inc()
 	klog.ErrorS(err, "Recording failed", "session", klog.KRef(s.info.Namespace, s.info.Name), "stream", s.info.Stream,
 		"policy", s.recorder.cfg.Mode)
+	outcome := sessionevents.StreamUnrecorded
+	if s.recorder.Required() {
+		outcome = sessionevents.StreamEnded
+	}
+	s.recorder.reportFailure(s.info, outcome)
 	if s.recorder.Required() && onFail != nil {
 		onFail(&Failure{Err: fmt.Errorf("recording required: %w", err), SPDYErrorStream: s.checker.spdyErrorStream()})
 	}

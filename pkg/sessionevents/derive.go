@@ -120,13 +120,15 @@ func Derive(s *v1alpha1.Session, h History, approvalTimeout time.Duration, now t
 	if s.DeletionTimestamp != nil {
 		reason := EndReason(s, approvalTimeout)
 		at := s.DeletionTimestamp.Time
+		end := &End{Reason: reason}
 		if reason == EndRevoked {
-			e := with(Revoked, at, fmt.Sprintf("session %s revoked before its expiry", who))
-			e.Data.End = &End{Reason: reason}
+			end.RevokedBy = s.Status.DeletedBy
+			e := with(Revoked, at, fmt.Sprintf("session %s revoked before its expiry%s", who, by(end.RevokedBy)))
+			e.Data.End = end
 			add(e)
 		}
-		e := with(Ended, at, fmt.Sprintf("session %s ended: %s", who, reason))
-		e.Data.End = &End{Reason: reason}
+		e := with(Ended, at, fmt.Sprintf("session %s ended: %s%s", who, reason, by(end.RevokedBy)))
+		e.Data.End = end
 		add(e)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return Less(out[i], out[j]) })
@@ -307,6 +309,14 @@ func describe(s *v1alpha1.Session) string {
 		out += " in namespaces " + strings.Join(d.Namespaces, ",")
 	}
 	return out + " for " + d.TTL
+}
+
+// by names who did it: " by bob", or nothing when unknown.
+func by(user string) string {
+	if user == "" {
+		return ""
+	}
+	return " by " + user
 }
 
 func justification(s *v1alpha1.Session) string {

@@ -151,7 +151,8 @@ func jsonUnix(t time.Time) string {
 // auto-approval's policy, the end's reason; and that no event carries what
 // the session's status holds beyond its decisions and times.
 func TestDeriveData(t *testing.T) {
-	s := session(open("bob", "Approved", "carol", "Approved"), expiresAt(time.Hour+2*time.Minute), ready(3*time.Minute), deleted(4*time.Minute))
+	s := session(open("bob", "Approved", "carol", "Approved"), expiresAt(time.Hour+2*time.Minute), ready(3*time.Minute), deleted(4*time.Minute),
+		func(s *v1alpha1.Session) { s.Status.DeletedBy = "dave" })
 	events := Derive(s, History{}, 10*time.Minute, t0)
 	byID := map[string]Event{}
 	for _, e := range events {
@@ -182,8 +183,11 @@ func TestDeriveData(t *testing.T) {
 	if !strings.Contains(second.Data.Message, "(2 of 2)") {
 		t.Errorf("carol's message: %s", second.Data.Message)
 	}
-	if e := byID["ended"]; e.Data.End == nil || e.Data.End.Reason != EndRevoked || !e.Time.Equal(t0.Add(4*time.Minute)) {
-		t.Errorf("ended: %+v", e)
+	for _, step := range []string{"revoked", "ended"} {
+		if e := byID[step]; e.Data.End == nil || e.Data.End.Reason != EndRevoked || e.Data.End.RevokedBy != "dave" ||
+			!strings.Contains(e.Data.Message, " by dave") || !e.Time.Equal(t0.Add(4*time.Minute)) {
+			t.Errorf("%s: %+v", step, e)
+		}
 	}
 	auto := Derive(session(autoApproved), History{}, 0, t0)
 	if d := auto[1].Data.Decision; auto[1].Type != AutoApproved || d.Policy != "oncall-viewer" || auto[0].Data.Request.ApprovalRequired {
@@ -208,5 +212,42 @@ func TestCloudEvent(t *testing.T) {
 	var d Data
 	if err := ce.DataAs(&d); err != nil || d.Owner != "alice" || d.Target != (TargetRef{Kind: "shoot", Name: "prod"}) {
 		t.Errorf("data: %+v, %v", d, err)
+	}
+}
+
+// TestRecordingFailedEvent: one event per stream, named by the stream,
+// with the session's data from the cache or, once it is gone, from the
+// recording; what became of the stream is said, the store's error is not.
+func TestRecordingFailedEvent(t *testing.T) {
+	info := v1alpha1.RecordingInfo{Stream: "20260301T100500Z-replica-2-0a1b", Replica: "replica-2", Way: "data-plane",
+		RecordedSession: v1alpha1.RecordedSession{Namespace: "shop", Name: "fix", UID: "u1", Owner: "alice"}}
+	tests := []struct {
+		name        string
+		session     *v1alpha1.Session
+		outcome     RecordingOutcome
+		wantTarget  TargetRef
+		wantMessage string
+	}{
+		{name: "ended under required", session: session(expiresAt(time.Hour)), outcome: StreamEnded,
+			wantTarget: TargetRef{Kind: "shoot", Name: "prod"}, wantMessage: "the stream was closed (--recording=required)"},
+		{name: "refused under required", session: session(expiresAt(time.Hour)), outcome: StreamRefused,
+			wantTarget: TargetRef{Kind: "shoot", Name: "prod"}, wantMessage: "the stream was refused"},
+		{name: "best-effort, session no longer cached", session: SessionOfRecording(info.RecordedSession), outcome: StreamUnrecorded,
+			wantMessage: "runs unrecorded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := RecordingFailedEvent(tt.session, RecordingFailure{Info: info, Outcome: tt.outcome, At: t0.Add(5 * time.Minute)})
+			want := &Recording{Stream: info.Stream, Replica: "replica-2", Way: "data-plane", Outcome: tt.outcome}
+			if e.ID != "u1.recording_failed."+info.Stream || e.Type != RecordingFailed || !e.Time.Equal(t0.Add(5*time.Minute)) {
+				t.Errorf("event %s of type %s at %s", e.ID, e.Type, e.Time)
+			}
+			if diff := cmp.Diff(want, e.Data.Recording); diff != "" {
+				t.Errorf("recording (-want +got):\n%s", diff)
+			}
+			if e.Data.Owner != "alice" || e.Data.Target != tt.wantTarget || !strings.Contains(e.Data.Message, tt.wantMessage) {
+				t.Errorf("data: %+v", e.Data)
+			}
+		})
 	}
 }

@@ -44,7 +44,12 @@ const (
 	Locked Type = "dev.clustergate.session.locked"
 	// Unlocked: no SessionLock holds it any longer.
 	Unlocked Type = "dev.clustergate.session.unlocked"
-	// Revoked: the session was deleted before its expiry.
+	// RecordingFailed: the recording of one of the session's interactive
+	// streams failed, on any replica; data.recording says which and what
+	// became of the stream.
+	RecordingFailed Type = "dev.clustergate.session.recording_failed"
+	// Revoked: the session was deleted before its expiry; data.end.revokedBy
+	// names who deleted it.
 	Revoked Type = "dev.clustergate.session.revoked"
 	// Ended: the session is gone; data.end.reason says why.
 	Ended Type = "dev.clustergate.session.ended"
@@ -52,7 +57,7 @@ const (
 
 // Types are every type, in the order of a session's life: events of one
 // moment are delivered in this order.
-var Types = []Type{Requested, AutoApproved, Approved, Denied, Opened, Extended, Idle, Locked, Unlocked, Revoked, Ended}
+var Types = []Type{Requested, AutoApproved, Approved, Denied, Opened, Extended, Idle, Locked, Unlocked, RecordingFailed, Revoked, Ended}
 
 // Rank is the place of a type in Types, which orders events of one moment.
 func Rank(t Type) int {
@@ -126,6 +131,8 @@ type Data struct {
 	Condition string `json:"condition,omitempty"`
 	// End is why an ended or revoked session ended.
 	End *End `json:"end,omitempty"`
+	// Recording is the failed recording of a recording_failed event.
+	Recording *Recording `json:"recording,omitempty"`
 	// Message says what happened in one line, for people (the slack
 	// format posts it).
 	Message string `json:"message"`
@@ -198,4 +205,7 @@ type Decision struct {
 type End struct {
 	// Reason is Expired, Idle, Denied, ApprovalTimedOut or Revoked.
 	Reason string `json:"reason"`
+	// RevokedBy is the user who deleted a session before its expiry
+	// (status.deletedBy), when Reason is Revoked.
+	RevokedBy string `json:"revokedBy,omitempty"`
 }

@@ -37,12 +37,16 @@ import (
 // stopped, deliveries fail and events wait in the outbox.
 var (
 	eventSinkAddr                 string
+	eventSinkConfig               string
+	eventSinkCAFile               string
+	eventSinkSecretFile           string
 	eventSinkCert, eventSinkKey   string
 	eventSinkSecret               = []byte("e2e-hmac-secret")
 	eventSinkMaxBackoff           = 2 * time.Second
 	eventSinkPath                 = "/events"
 	eventSinkName                 = "e2e"
 	eventSinkLeaderChangeDeadline = 90 * time.Second
+	eventSinkSource               = "https://e2e.clustergate.local"
 )
 
 // eventSinkSetup writes the sink's CA, certificate, secret and the
@@ -68,10 +72,16 @@ func eventSinkSetup(dir string) (string, error) {
 	if err := os.WriteFile(secret, eventSinkSecret, 0o600); err != nil {
 		return "", err
 	}
-	config := filepath.Join(dir, "event-sinks.yaml")
-	return config, os.WriteFile(config, fmt.Appendf(nil, `apiVersion: %s
+	eventSinkConfig, eventSinkCAFile, eventSinkSecretFile = filepath.Join(dir, "event-sinks.yaml"), ca.CertFile, secret
+	return eventSinkConfig, os.WriteFile(eventSinkConfig, eventSinksYAML(eventSinkSource), 0o600)
+}
+
+// eventSinksYAML is the sinks' configuration of the e2e control plane,
+// with the events' source.
+func eventSinksYAML(source string) []byte {
+	return fmt.Appendf(nil, `apiVersion: %s
 kind: %s
-source: https://e2e.clustergate.local
+source: %s
 initialBackoff: 500ms
 maxBackoff: %s
 sinks:
@@ -81,7 +91,7 @@ sinks:
   hmacSecretFile: %s
   format: cloudevents-structured
   timeout: 5s
-`, sinks.APIVersion, sinks.Kind, eventSinkMaxBackoff, eventSinkName, eventSinkAddr, eventSinkPath, ca.CertFile, secret), 0o600)
+`, sinks.APIVersion, sinks.Kind, source, eventSinkMaxBackoff, eventSinkName, eventSinkAddr, eventSinkPath, eventSinkCAFile, eventSinkSecretFile)
 }
 
 // eventReceiver is a CloudEvents receiver built with the SDK over HTTPS,
@@ -185,15 +195,28 @@ func (r *eventReceiver) waitEvents(t *testing.T, uid string, timeout time.Durati
 
 // TestSessionEvents: a CloudEvents receiver built with the SDK, over HTTPS
 // with a CA of its own and checking every body's HMAC, gets each step of a
-// session once: requested, approved by bob, opened, revoked, ended; with no
-// credential in any. Then, while it is down, a second session goes through
-// the same steps and clustergate's leader is stopped, so that the extra
-// replica takes over and stores the session's end; back up, the receiver
-// gets every event, none lost.
+// session once: requested, approved by bob, opened, revoked (naming erin,
+// who deleted it), ended; with no credential in any. A stream relayed by
+// the extra replica, which is not the leader, whose recording store fails,
+// arrives as recording_failed. Then, while the receiver is down, a second
+// session goes through the same steps and clustergate's leader is stopped,
+// so that the extra replica takes over and stores the session's end; back
+// up, the receiver gets every event, none lost. Last, the sinks'
+// configuration file changes (the events' source): every replica takes it
+// without a restart, and the next session's events carry the new source.
 func TestSessionEvents(t *testing.T) {
 	ctx := context.Background()
-	replica, err := cp.StartReplica(ctx, "clustergate-events")
+	// The extra replica records best-effort into a directory that is
+	// replaced by a file once it runs: every write of a recording fails.
+	recordings := filepath.Join(t.TempDir(), "recordings")
+	replica, err := cp.StartReplica(ctx, "clustergate-events", "--recording=best-effort", "--recording-dir="+recordings)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(recordings); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recordings, []byte("not a directory\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cp.StopComponent(replica.Name) }()
@@ -230,7 +253,7 @@ func TestSessionEvents(t *testing.T) {
 		}
 	}
 	r.mu.Lock()
-	requested, bodies, bad := r.events[uid+".requested.0"], slices.Clone(r.bodies), r.badSignatures
+	requested, revoked, bodies, bad := r.events[uid+".requested.0"], r.events[uid+".revoked"], slices.Clone(r.bodies), r.badSignatures
 	r.mu.Unlock()
 	if bad > 0 {
 		t.Errorf("%d requests had a bad signature", bad)
@@ -239,10 +262,55 @@ func TestSessionEvents(t *testing.T) {
 	if err := requested.DataAs(&data); err != nil {
 		t.Fatal(err)
 	}
-	if requested.Type() != string(sessionevents.Requested) || requested.Source() != "https://e2e.clustergate.local" ||
+	if requested.Type() != string(sessionevents.Requested) || requested.Source() != eventSinkSource ||
 		requested.Subject() != "namespaces/"+ns+"/sessions/first" || data.Request == nil ||
 		data.Request.ApproveCommand != "kubectl session approve -n "+ns+" first" || data.Justification != "INC-9 queue stuck" {
 		t.Errorf("requested event: %s", requested)
+	}
+	var revokedData sessionevents.Data
+	if err := revoked.DataAs(&revokedData); err != nil {
+		t.Fatal(err)
+	}
+	if revokedData.End == nil || revokedData.End.RevokedBy != "erin" || !strings.Contains(revokedData.Message, "by erin") {
+		t.Errorf("revoked event names no revoker: %s", revoked)
+	}
+
+	// A stream through the replica that cannot record: it runs
+	// (best-effort), and its failed recording arrives once.
+	standInPod(t, "events-unrecorded")
+	sreSession(t, ns, "unrecorded")
+	recorded, err := admin.ClustergateV1alpha1().Sessions(ns).Get(ctx, "unrecorded", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := "typed while the recording fails\n"
+	out, err := cp.Kubectl(ctx, dataPlaneKubeconfigAt(t, replica.DataPlaneURL, ns, "unrecorded", "sre"), []byte(in),
+		"-n", "default", "exec", "-i", "events-unrecorded", "--", "cat")
+	if err != nil || string(out) != in {
+		t.Fatalf("exec -i cat through the replica whose recordings fail: %q %v", out, err)
+	}
+	var failedID string
+	eventually(t, time.Minute, "the recording_failed event", func() error {
+		ids, _ := r.ofSession(string(recorded.UID))
+		for _, id := range ids {
+			if strings.HasPrefix(id, "recording_failed.") {
+				failedID = string(recorded.UID) + "." + id
+				return nil
+			}
+		}
+		return fmt.Errorf("events %v", ids)
+	})
+	r.mu.Lock()
+	failed, failedCount := r.events[failedID], r.got[failedID]
+	r.mu.Unlock()
+	var failedData sessionevents.Data
+	if err := failed.DataAs(&failedData); err != nil {
+		t.Fatal(err)
+	}
+	if failed.Type() != string(sessionevents.RecordingFailed) || failedCount != 1 || failedData.Recording == nil ||
+		failedData.Recording.Outcome != sessionevents.StreamUnrecorded || failedData.Recording.Way != "data_plane" ||
+		failedData.Recording.Replica == "" || failedData.AccessLevel != "admin" {
+		t.Errorf("recording_failed event, received %d times: %s", failedCount, failed)
 	}
 	for _, body := range bodies {
 		for _, secret := range []string{"BEGIN", "PRIVATE KEY", "client-certificate", "token", `"kubeconfig":`, "https://127.0.0.1:"} {
@@ -281,4 +349,39 @@ func TestSessionEvents(t *testing.T) {
 	restarted = true
 	startReceiver(t, r)
 	r.waitEvents(t, uid, time.Minute, steps...)
+
+	// The configuration changes under the running replicas.
+	const reloadedSource = "https://reloaded.e2e.clustergate.local"
+	writeSinksConfig(t, reloadedSource)
+	defer writeSinksConfig(t, eventSinkSource)
+	for _, url := range []string{cp.ClustergateURL, replica.URL} {
+		eventually(t, 3*sinks.ReloadInterval, "the configuration reloaded at "+url, func() error {
+			if n, _ := metricValue(t, url, `clustergate_session_event_sinks_config_reloads_total{result="success"}`); n < 1 {
+				return fmt.Errorf("%v successful reloads", n)
+			}
+			return nil
+		})
+	}
+	uid = open("third")
+	r.waitEvents(t, uid, time.Minute, "requested.0", "approved.0.0", "opened")
+	r.mu.Lock()
+	third := r.events[uid+".requested.0"]
+	r.mu.Unlock()
+	if third.Source() != reloadedSource {
+		t.Errorf("an event after the configuration changed has source %q, want %q", third.Source(), reloadedSource)
+	}
+}
+
+// writeSinksConfig replaces the e2e control plane's sinks configuration,
+// whole at once as a ConfigMap's volume would, with one of the events'
+// source.
+func writeSinksConfig(t *testing.T, source string) {
+	t.Helper()
+	next := eventSinkConfig + ".next"
+	if err := os.WriteFile(next, eventSinksYAML(source), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, eventSinkConfig); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -98,7 +98,7 @@ func (o *Options) Complete() error {
 	}
 	o.Server.SessionAccess = access
 	if o.SessionEventSinksConfigFile != "" {
-		if o.Server.Controllers.SessionEventSinks, err = sinks.Load(o.SessionEventSinksConfigFile); err != nil {
+		if o.Server.Controllers.SessionEventSinks, err = sinks.Open(o.SessionEventSinksConfigFile); err != nil {
 			return err
 		}
 	}

@@ -120,6 +120,9 @@ type SessionStatus struct {
 	// ApprovalPolicy is the SessionApprovalPolicy that governs the
 	// session's approvals, as it stood at creation; nil under the flags.
 	ApprovalPolicy *AppliedApprovalPolicy
+	// DeletedBy is the user whose delete request ended the session,
+	// stamped by the server.
+	DeletedBy string
 }
 
 // AppliedApprovalPolicy is what a session keeps of the SessionApprovalPolicy

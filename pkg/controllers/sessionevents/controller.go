@@ -45,15 +45,39 @@ type Sender interface {
 	Send(ctx context.Context, e sessionevents.Event) error
 }
 
+// Sinks are the sinks in effect: the server's follow the changes of
+// --session-event-sinks-config (sinks.File).
+type Sinks interface {
+	// Current is the configuration in effect and a sender per sink.
+	Current() (*sinks.Configuration, []Sender)
+	// Changed is closed when Current changes.
+	Changed() <-chan struct{}
+}
+
+// FileSinks are the sinks of a configuration file, as it changes.
+type FileSinks struct{ File *sinks.File }
+
+// Current is the file's configuration in effect and its senders.
+func (f FileSinks) Current() (*sinks.Configuration, []Sender) {
+	loaded := f.File.Current()
+	senders := make([]Sender, len(loaded.Senders))
+	for i, s := range loaded.Senders {
+		senders[i] = s
+	}
+	return loaded.Config, senders
+}
+
+// Changed is closed when the file's configuration changes.
+func (f FileSinks) Changed() <-chan struct{} { return f.File.Changed() }
+
 // Resync is how often the outbox is read again when nothing wakes the
 // delivery earlier: a new event stored by this replica wakes it at once.
 const Resync = 10 * time.Second
 
 // Controller stores and delivers session events.
 type Controller struct {
-	cfg             *sinks.Configuration
+	sinks           Sinks
 	store           Store
-	senders         []Sender
 	sessions        listers.SessionLister
 	approvalTimeout time.Duration
 	clock           clock.Clock
@@ -66,6 +90,9 @@ type Controller struct {
 	// try again.
 	retries map[string]retry
 	wake    chan struct{}
+	// inEffect is the configuration of the last pass; a new one starts
+	// the retries afresh and the metrics of new sinks.
+	inEffect *sinks.Configuration
 }
 
 type retry struct {
@@ -73,13 +100,10 @@ type retry struct {
 	at       time.Time
 }
 
-// New returns the controller of cfg's sinks, one sender each.
-// approvalTimeout is the server's --session-approval-timeout.
-func New(cfg *sinks.Configuration, store Store, senders []Sender, sessions listers.SessionLister, approvalTimeout time.Duration, clk clock.Clock) *Controller {
-	for _, s := range senders {
-		initMetrics(s.Name())
-	}
-	return &Controller{cfg: cfg, store: store, senders: senders, sessions: sessions, approvalTimeout: approvalTimeout, clock: clk,
+// New returns the controller of the sinks. approvalTimeout is the
+// server's --session-approval-timeout.
+func New(sinks Sinks, store Store, sessions listers.SessionLister, approvalTimeout time.Duration, clk clock.Clock) *Controller {
+	return &Controller{sinks: sinks, store: store, sessions: sessions, approvalTimeout: approvalTimeout, clock: clk,
 		retries: map[string]retry{}, wake: make(chan struct{}, 1)}
 }
 
@@ -97,8 +121,9 @@ func (c *Controller) Record(ctx context.Context, s *v1alpha1.Session) error {
 		c.history[s.UID] = h
 	}
 	added := false
+	cfg, _ := c.sinks.Current()
 	for _, e := range sessionevents.Derive(s, h, c.approvalTimeout, c.clock.Now()) {
-		ok, err := c.store.Add(ctx, e, c.cfg.For(e.Type))
+		ok, err := c.store.Add(ctx, e, cfg.For(e.Type))
 		if err != nil {
 			return err
 		}
@@ -148,6 +173,7 @@ func (c *Controller) remember(e sessionevents.Event) {
 func (c *Controller) Run(ctx context.Context) {
 	defer resetGauges()
 	for {
+		changed := c.sinks.Changed()
 		wait := c.deliver(ctx)
 		t := c.clock.NewTimer(wait)
 		select {
@@ -155,6 +181,8 @@ func (c *Controller) Run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-c.wake:
+			t.Stop()
+		case <-changed:
 			t.Stop()
 		case <-t.C():
 		}
@@ -187,13 +215,15 @@ func (c *Controller) deliver(ctx context.Context) time.Duration {
 		}
 		return 1
 	})
-	entries = c.dropOverBound(ctx, entries)
+	cfg, senders := c.sinks.Current()
+	c.takeEffect(cfg, senders)
+	entries = c.dropOverBound(ctx, entries, cfg.MaxPending)
 	c.collect(ctx, entries)
 
 	now := c.clock.Now()
 	next := Resync
 	var wg sync.WaitGroup
-	for _, s := range c.senders {
+	for _, s := range senders {
 		var queue []sessionevents.Event
 		for _, e := range entries {
 			if slices.Contains(e.Pending, s.Name()) {
@@ -208,7 +238,7 @@ func (c *Controller) deliver(ctx context.Context) time.Duration {
 			setPending(s.Name(), queue)
 			continue
 		}
-		wg.Go(func() { c.send(ctx, s, queue) })
+		wg.Go(func() { c.send(ctx, cfg, s, queue) })
 	}
 	wg.Wait()
 	c.mu.Lock()
@@ -223,7 +253,7 @@ func (c *Controller) deliver(ctx context.Context) time.Duration {
 
 // send delivers queue to one sink in order, and stops at the first
 // failure: the sink is tried again after its backoff.
-func (c *Controller) send(ctx context.Context, s Sender, queue []sessionevents.Event) {
+func (c *Controller) send(ctx context.Context, cfg *sinks.Configuration, s Sender, queue []sessionevents.Event) {
 	name := s.Name()
 	for i, e := range queue {
 		if err := s.Send(ctx, e); err != nil {
@@ -231,7 +261,7 @@ func (c *Controller) send(ctx context.Context, s Sender, queue []sessionevents.E
 			c.mu.Lock()
 			r := c.retries[name]
 			r.failures++
-			r.at = c.clock.Now().Add(Backoff(r.failures, c.cfg.InitialBackoff.Duration, c.cfg.MaxBackoff.Duration))
+			r.at = c.clock.Now().Add(Backoff(r.failures, cfg.InitialBackoff.Duration, cfg.MaxBackoff.Duration))
 			c.retries[name] = r
 			c.mu.Unlock()
 			klog.FromContext(ctx).Info("Session event not delivered; trying again later", "sink", name, "id", e.ID,
@@ -253,9 +283,34 @@ func (c *Controller) send(ctx context.Context, s Sender, queue []sessionevents.E
 	setPending(name, nil)
 }
 
+// takeEffect starts a configuration that is new since the last pass: the
+// sinks that failed are tried at once (their URL or CA may be what
+// changed), the metrics of new sinks start at zero and the gauges of
+// removed ones go. Events pending for a removed sink stay in the outbox
+// (counted by maxPending) and go to it if it comes back under its name.
+func (c *Controller) takeEffect(cfg *sinks.Configuration, senders []Sender) {
+	if cfg == c.inEffect {
+		return
+	}
+	if c.inEffect != nil {
+		for _, s := range c.inEffect.Sinks {
+			if !slices.ContainsFunc(cfg.Sinks, func(n sinks.Sink) bool { return n.Name == s.Name }) {
+				forgetGauges(s.Name)
+			}
+		}
+	}
+	for _, s := range senders {
+		initMetrics(s.Name())
+	}
+	c.mu.Lock()
+	c.retries = map[string]retry{}
+	c.mu.Unlock()
+	c.inEffect = cfg
+}
+
 // dropOverBound drops the oldest pending events past maxPending, for
 // every sink, and returns the entries left pending or delivered.
-func (c *Controller) dropOverBound(ctx context.Context, entries []outbox.Entry) []outbox.Entry {
+func (c *Controller) dropOverBound(ctx context.Context, entries []outbox.Entry, maxPending int) []outbox.Entry {
 	pending := 0
 	for _, e := range entries {
 		if len(e.Pending) > 0 {
@@ -263,7 +318,7 @@ func (c *Controller) dropOverBound(ctx context.Context, entries []outbox.Entry) 
 		}
 	}
 	for i := range entries {
-		if pending <= c.cfg.MaxPending {
+		if pending <= maxPending {
 			break
 		}
 		e := &entries[i]
@@ -274,7 +329,7 @@ func (c *Controller) dropOverBound(ctx context.Context, entries []outbox.Entry) 
 			klog.FromContext(ctx).Error(err, "Dropping a session event over the bound", "id", e.Event.ID)
 			break
 		}
-		klog.FromContext(ctx).Info("Session event dropped: more than maxPending wait", "id", e.Event.ID, "sinks", e.Pending, "maxPending", c.cfg.MaxPending)
+		klog.FromContext(ctx).Info("Session event dropped: more than maxPending wait", "id", e.Event.ID, "sinks", e.Pending, "maxPending", maxPending)
 		for _, s := range e.Pending {
 			eventsDropped.WithLabelValues(s).Inc()
 		}

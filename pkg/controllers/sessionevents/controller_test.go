@@ -110,8 +110,40 @@ func config(maxPending int, names ...string) *sinks.Configuration {
 	return c
 }
 
+// testSinks are sinks whose configuration a test changes.
+type testSinks struct {
+	mu      sync.Mutex
+	cfg     *sinks.Configuration
+	senders []Sender
+	changed chan struct{}
+}
+
+func (s *testSinks) Current() (*sinks.Configuration, []Sender) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg, s.senders
+}
+
+func (s *testSinks) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// set puts cfg in effect, with senders.
+func (s *testSinks) set(cfg *sinks.Configuration, senders []Sender) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg, s.senders = cfg, senders
+	if s.changed != nil {
+		close(s.changed)
+	}
+	s.changed = make(chan struct{})
+}
+
 type fixture struct {
 	c        *Controller
+	config   *testSinks
 	store    *memStore
 	sinks    []*sink
 	clock    *clocktesting.FakeClock
@@ -121,14 +153,25 @@ type fixture struct {
 func newFixture(t *testing.T, cfg *sinks.Configuration, store *memStore) *fixture {
 	t.Helper()
 	f := &fixture{store: store, clock: clocktesting.NewFakeClock(t0), sessions: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+	f.config = &testSinks{}
+	f.configure(cfg)
+	f.c = New(f.config, store, listers.NewSessionLister(f.sessions), 10*time.Minute, f.clock)
+	return f
+}
+
+// configure puts cfg in effect, with a sink each: those of the same name
+// as before stay.
+func (f *fixture) configure(cfg *sinks.Configuration) {
 	var senders []Sender
 	for _, s := range cfg.Sinks {
-		k := &sink{name: s.Name, clock: f.clock}
-		f.sinks = append(f.sinks, k)
-		senders = append(senders, k)
+		i := slices.IndexFunc(f.sinks, func(k *sink) bool { return k.name == s.Name })
+		if i < 0 {
+			f.sinks = append(f.sinks, &sink{name: s.Name, clock: f.clock})
+			i = len(f.sinks) - 1
+		}
+		senders = append(senders, f.sinks[i])
 	}
-	f.c = New(cfg, store, senders, listers.NewSessionLister(f.sessions), 10*time.Minute, f.clock)
-	return f
+	f.config.set(cfg, senders)
 }
 
 func (f *fixture) record(t *testing.T, s *v1alpha1.Session) {

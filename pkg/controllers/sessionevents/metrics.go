@@ -10,7 +10,8 @@ import (
 	"github.com/clustergate/clustergate/pkg/sessionevents"
 )
 
-// The delivery's metrics, on the leader: sink is a sink's name from the
+// The delivery's metrics, on the leader (stored_total also on every
+// replica that stores its recordings' failures): sink is a sink's name from the
 // configuration, type an event type; neither grows with the fleet.
 var (
 	eventsStored = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -43,10 +44,17 @@ var (
 		Help:           "When (Unix seconds) the oldest session event waiting for a sink happened, by sink; absent while none waits.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"sink"})
+	// failuresDropped is on every replica: each stores the failures of
+	// its own recordings.
+	failuresDropped = metrics.NewCounter(&metrics.CounterOpts{
+		Namespace: "clustergate", Subsystem: "session_events", Name: "recording_failures_dropped_total",
+		Help:           "Failed recordings of this replica whose recording_failed event was not stored: more than 1000 waited for the outbox.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 func init() {
-	legacyregistry.MustRegister(eventsStored, eventsDelivered, eventsFailed, eventsDropped, eventsPending, oldestPending)
+	legacyregistry.MustRegister(eventsStored, eventsDelivered, eventsFailed, eventsDropped, eventsPending, oldestPending, failuresDropped)
 	for _, t := range sessionevents.Types {
 		eventsStored.WithLabelValues(string(t))
 	}
@@ -69,6 +77,12 @@ func setPending(sink string, queue []sessionevents.Event) {
 		return
 	}
 	oldestPending.WithLabelValues(sink).Set(float64(queue[0].Time.Unix()))
+}
+
+// forgetGauges removes the gauges of a sink no longer configured.
+func forgetGauges(sink string) {
+	eventsPending.DeleteLabelValues(sink)
+	oldestPending.DeleteLabelValues(sink)
 }
 
 // resetGauges removes the gauges of a replica that stops delivering.

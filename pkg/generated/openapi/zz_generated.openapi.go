@@ -2424,6 +2424,13 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionStatus(ref common.ReferenceCall
 							Ref:         ref(v1alpha1.AppliedApprovalPolicy{}.OpenAPIModelName()),
 						},
 					},
+					"deletedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DeletedBy is the user whose delete request ended the session, stamped by the server with its deletionTimestamp: the revoker of a session deleted before its expiry (the session's revoked event names them). Nobody sets it otherwise.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},

@@ -1578,6 +1578,11 @@ func (m *SessionStatus) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	i -= len(m.DeletedBy)
+	copy(dAtA[i:], m.DeletedBy)
+	i = encodeVarintGenerated(dAtA, i, uint64(len(m.DeletedBy)))
+	i--
+	dAtA[i] = 0x4a
 	if m.ApprovalPolicy != nil {
 		{
 			size, err := m.ApprovalPolicy.MarshalToSizedBuffer(dAtA[:i])
@@ -2319,6 +2324,8 @@ func (m *SessionStatus) Size() (n int) {
 		l = m.ApprovalPolicy.Size()
 		n += 1 + l + sovGenerated(uint64(l))
 	}
+	l = len(m.DeletedBy)
+	n += 1 + l + sovGenerated(uint64(l))
 	return n
 }
 
@@ -2769,6 +2776,7 @@ func (this *SessionStatus) String() string {
 		`Approvals:` + repeatedStringForApprovals + `,`,
 		`LastUsedAt:` + strings.Replace(fmt.Sprintf("%v", this.LastUsedAt), "Time", "v1.Time", 1) + `,`,
 		`ApprovalPolicy:` + strings.Replace(this.ApprovalPolicy.String(), "AppliedApprovalPolicy", "AppliedApprovalPolicy", 1) + `,`,
+		`DeletedBy:` + fmt.Sprintf("%v", this.DeletedBy) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -7488,6 +7496,38 @@ func (m *SessionStatus) Unmarshal(dAtA []byte) error {
 			if err := m.ApprovalPolicy.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
 				return err
 			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DeletedBy", wireType)
+			}
+			var stringLen uint64
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				stringLen |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			intStringLen := int(stringLen)
+			if intStringLen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + intStringLen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.DeletedBy = string(dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

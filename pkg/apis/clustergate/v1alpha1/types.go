@@ -181,6 +181,12 @@ type SessionStatus struct {
 	// and the server's flags (--session-approval-groups) apply.
 	// +optional
 	ApprovalPolicy *AppliedApprovalPolicy `json:"approvalPolicy,omitempty" protobuf:"bytes,8,opt,name=approvalPolicy"`
+	// DeletedBy is the user whose delete request ended the session, stamped
+	// by the server with its deletionTimestamp: the revoker of a session
+	// deleted before its expiry (the session's revoked event names them).
+	// Nobody sets it otherwise.
+	// +optional
+	DeletedBy string `json:"deletedBy,omitempty" protobuf:"bytes,9,opt,name=deletedBy"`
 }
 
 // AppliedApprovalPolicy is what a session keeps of the SessionApprovalPolicy

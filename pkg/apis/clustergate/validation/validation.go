@@ -133,8 +133,8 @@ func ValidateSessionUpdate(newSession, oldSession *clustergate.Session) field.Er
 }
 
 // ValidateSessionStatusUpdate validates an update of a Session's status
-// through the status subresource at now: expiresAt, the approvals and the
-// approval policy are not the status writer's to change, and lastUsedAt only moves later while
+// through the status subresource at now: expiresAt, the approvals, the
+// approval policy and deletedBy are not the status writer's to change, and lastUsedAt only moves later while
 // the session may be used.
 func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session, now time.Time) field.ErrorList {
 	allErrs := apimachineryvalidation.ValidateObjectMetaUpdate(&newSession.ObjectMeta, &oldSession.ObjectMeta, field.NewPath("metadata"))
@@ -151,6 +151,10 @@ func ValidateSessionStatusUpdate(newSession, oldSession *clustergate.Session, no
 	if !apiequality.Semantic.DeepEqual(status.ApprovalPolicy, oldStatus.ApprovalPolicy) {
 		allErrs = append(allErrs, field.Forbidden(statusPath.Child("approvalPolicy"),
 			"is fixed at creation: the session keeps the policy that governed it then"))
+	}
+	if status.DeletedBy != oldStatus.DeletedBy {
+		allErrs = append(allErrs, field.Forbidden(statusPath.Child("deletedBy"),
+			"is stamped by the server with the user who deletes the session"))
 	}
 	allErrs = append(allErrs, validateLastUsedAt(newSession, oldSession, now, statusPath.Child("lastUsedAt"))...)
 	if status.BackendURL != "" {

@@ -265,6 +265,11 @@ func TestValidateSessionStatusUpdate(t *testing.T) {
 		{name: "approval policy dropped through status", oldStatus: clustergate.SessionStatus{
 			ApprovalPolicy: &clustergate.AppliedApprovalPolicy{Name: "shop", ApprovalRequired: true}},
 			want: []string{"FieldValueForbidden status.approvalPolicy"}},
+		{name: "deleter set through status", status: clustergate.SessionStatus{DeletedBy: "mallory"},
+			want: []string{"FieldValueForbidden status.deletedBy"}},
+		{name: "deleter changed through status", oldStatus: clustergate.SessionStatus{DeletedBy: "bob"},
+			status: clustergate.SessionStatus{DeletedBy: "mallory"}, want: []string{"FieldValueForbidden status.deletedBy"}},
+		{name: "deleter kept", oldStatus: clustergate.SessionStatus{DeletedBy: "bob"}, status: clustergate.SessionStatus{DeletedBy: "bob"}},
 		{name: "expiry removed", oldStatus: clustergate.SessionStatus{ExpiresAt: &expiresAt},
 			want: []string{"FieldValueForbidden status.expiresAt"}},
 		{name: "backend not https", status: clustergate.SessionStatus{BackendURL: "http://127.0.0.1:6443"},

@@ -48,6 +48,11 @@ type SessionStatusApplyConfiguration struct {
 	// session waits for, its extensions included. Unset, no policy matched
 	// and the server's flags (--session-approval-groups) apply.
 	ApprovalPolicy *AppliedApprovalPolicyApplyConfiguration `json:"approvalPolicy,omitempty"`
+	// DeletedBy is the user whose delete request ended the session, stamped
+	// by the server with its deletionTimestamp: the revoker of a session
+	// deleted before its expiry (the session's revoked event names them).
+	// Nobody sets it otherwise.
+	DeletedBy *string `json:"deletedBy,omitempty"`
 }
 
 // SessionStatusApplyConfiguration constructs a declarative configuration of the SessionStatus type for use with
@@ -127,5 +132,13 @@ func (b *SessionStatusApplyConfiguration) WithLastUsedAt(value v1.Time) *Session
 // If called multiple times, the ApprovalPolicy field is set to the value of the last call.
 func (b *SessionStatusApplyConfiguration) WithApprovalPolicy(value *AppliedApprovalPolicyApplyConfiguration) *SessionStatusApplyConfiguration {
 	b.ApprovalPolicy = value
+	return b
+}
+
+// WithDeletedBy sets the DeletedBy field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DeletedBy field is set to the value of the last call.
+func (b *SessionStatusApplyConfiguration) WithDeletedBy(value string) *SessionStatusApplyConfiguration {
+	b.DeletedBy = &value
 	return b
 }
