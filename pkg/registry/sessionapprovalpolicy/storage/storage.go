@@ -8,16 +8,14 @@ import (
 	"context"
 	"time"
 
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/approvalpolicy"
+	"github.com/clustergate/clustergate/pkg/registry/quorum"
 	"github.com/clustergate/clustergate/pkg/registry/sessionapprovalpolicy"
 )
 
@@ -40,12 +38,17 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*RES
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: sessionapprovalpolicy.GetAttrs}); err != nil {
 		return nil, err
 	}
-	return &REST{Store: store}, nil
+	fromEtcd, err := quorum.NewLister(store, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	return &REST{Store: store, fromEtcd: fromEtcd}, nil
 }
 
 // REST serves the sessionapprovalpolicies resource.
 type REST struct {
 	*genericregistry.Store
+	fromEtcd *quorum.Lister
 }
 
 var (
@@ -65,8 +68,7 @@ func (*REST) Categories() []string { return []string{"clustergate"} }
 // the watch cache, so that a policy created a moment ago governs the
 // session created next on any replica.
 func (r *REST) Governing(ctx context.Context, s *clustergate.Session) (*clustergate.SessionApprovalPolicy, error) {
-	// Policies have no namespace; the caller's request has.
-	list, err := r.Store.List(genericapirequest.WithNamespace(ctx, metav1.NamespaceNone), &metainternalversion.ListOptions{})
+	list, err := r.fromEtcd.List(ctx)
 	if err != nil {
 		return nil, err
 	}

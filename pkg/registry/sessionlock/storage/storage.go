@@ -8,16 +8,14 @@ import (
 	"context"
 	"time"
 
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/generic"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
+	"github.com/clustergate/clustergate/pkg/registry/quorum"
 	"github.com/clustergate/clustergate/pkg/registry/sessionlock"
 )
 
@@ -40,12 +38,17 @@ func NewREST(scheme *runtime.Scheme, optsGetter generic.RESTOptionsGetter) (*RES
 	if err := store.CompleteWithOptions(&generic.StoreOptions{RESTOptions: optsGetter, AttrFunc: sessionlock.GetAttrs}); err != nil {
 		return nil, err
 	}
-	return &REST{Store: store}, nil
+	fromEtcd, err := quorum.NewLister(store, optsGetter)
+	if err != nil {
+		return nil, err
+	}
+	return &REST{Store: store, fromEtcd: fromEtcd}, nil
 }
 
 // REST serves the sessionlocks resource.
 type REST struct {
 	*genericregistry.Store
+	fromEtcd *quorum.Lister
 }
 
 var (
@@ -65,8 +68,7 @@ func (*REST) Categories() []string { return []string{"clustergate"} }
 // cache, so that a lock created a moment ago refuses the create or
 // extension that follows it on any replica.
 func (r *REST) Holding(ctx context.Context, subject v1alpha1.LockSubject, now time.Time) (*clustergate.SessionLock, error) {
-	// Locks have no namespace; the caller's request may.
-	list, err := r.Store.List(genericapirequest.WithNamespace(ctx, metav1.NamespaceNone), &metainternalversion.ListOptions{})
+	list, err := r.fromEtcd.List(ctx)
 	if err != nil {
 		return nil, err
 	}
