@@ -26,9 +26,10 @@ import (
 // that says why when a moderator ends it, or when the last one left (seen
 // after the moderators' grace, recording.ModeratorHeartbeat). What a
 // moderator cannot follow is refused: port-forward and other tunnels, a
-// node's or pod's proxy upgraded, and ephemeral containers created with
-// their command, which runs before any attach. Both ways in run this one
-// rule, here, in the handler they share.
+// node's or pod's proxy upgraded, ephemeral containers created with
+// their command, which runs before any attach, and writes of pods and of
+// workloads' pod templates, whose commands start from the spec. Both ways
+// in run this one rule, here, in the handler they share.
 
 // Why a moderated stream ends.
 var (
@@ -100,6 +101,9 @@ func moderationFor(seen inspection, recording bool) (await bool, err error) {
 	case seen.unrecordable != "":
 		return false, fmt.Errorf("%s %w: port-forward, upgraded proxies and ephemeral containers (kubectl debug) are refused; "+
 			"use kubectl exec or attach, which wait for a moderator", seen.unrecordable, errUnmoderatable)
+	case seen.starts != "":
+		return false, fmt.Errorf("%s %w: what a new pod runs (kubectl run, kubectl debug node/NAME or --copy-to, a Job, a Deployment) "+
+			"starts with no stream to follow; use kubectl exec or attach in a running pod, which wait for a moderator", seen.starts, errUnmoderatable)
 	}
 	return false, nil
 }

@@ -33,6 +33,17 @@ func TestModerationFor(t *testing.T) {
 		{name: "an ephemeral container is refused", method: http.MethodPatch, path: pods + "p/ephemeralcontainers", recording: true, refused: "ephemeralcontainers cannot be followed by a moderator"},
 		{name: "a pod's proxy upgraded is refused", method: http.MethodGet, path: pods + "p/proxy/ws", upgrade: "websocket", recording: true, refused: "cannot be followed by a moderator"},
 		{name: "a write through the kubelet's proxy is refused", method: http.MethodPost, path: "/api/v1/nodes/n/proxy/run/default/p/c", recording: true, refused: "nodes/n/proxy/run"},
+		{name: "creating a pod is refused (kubectl debug node/NAME, kubectl run)", method: http.MethodPost, path: "/api/v1/namespaces/default/pods", recording: true, refused: "creating pods cannot be followed"},
+		{name: "changing a pod's image is refused", method: http.MethodPatch, path: pods + "p", recording: true, refused: "patching pods"},
+		{name: "creating a Job is refused", method: http.MethodPost, path: "/apis/batch/v1/namespaces/default/jobs", recording: true, refused: "creating jobs"},
+		{name: "changing a Deployment's template is refused", method: http.MethodPut, path: "/apis/apps/v1/namespaces/default/deployments/d", recording: true, refused: "updating deployments"},
+		{name: "scaling a Deployment passes", method: http.MethodPatch, path: "/apis/apps/v1/namespaces/default/deployments/d/scale", recording: true},
+		{name: "deleting a pod passes", method: http.MethodDelete, path: pods + "p", recording: true},
+		{name: "creating a ConfigMap passes", method: http.MethodPost, path: "/api/v1/namespaces/default/configmaps", recording: true},
+		{name: "server-side apply of a DaemonSet is refused", method: http.MethodPatch, path: "/apis/apps/v1/namespaces/default/daemonsets/d?fieldManager=kubectl", recording: true, refused: "patching daemonsets"},
+		{name: "creating a CronJob is refused", method: http.MethodPost, path: "/apis/batch/v1/namespaces/default/cronjobs", recording: true, refused: "creating cronjobs"},
+		{name: "a Pod's status passes", method: http.MethodPatch, path: pods + "p/status", recording: true},
+		{name: "deleting pods passes", method: http.MethodDelete, path: "/api/v1/namespaces/default/pods", recording: true},
 		{name: "reading ephemeral containers passes", method: http.MethodGet, path: pods + "p/ephemeralcontainers", recording: true},
 		{name: "a list passes", method: http.MethodGet, path: "/api/v1/pods", recording: true},
 		{name: "logs followed pass", method: http.MethodGet, path: pods + "p/log?follow=true", upgrade: "websocket", recording: true},
@@ -46,7 +57,11 @@ func TestModerationFor(t *testing.T) {
 				req.Header.Set("Upgrade", tt.upgrade)
 			}
 			path, _, _ := strings.Cut(tt.path, "?")
-			await, err := moderationFor(inspect(&targetRequest{req: req, path: path}), tt.recording)
+			// What a moderated session's request is inspected for, as the
+			// handler asks it: a plain write is read too, not only upgrades.
+			seen, err := (&Tracker{}).inspectFor(&targetRequest{req: req, path: path}, true)
+			must(t, err)
+			await, err := moderationFor(seen, tt.recording)
 			switch {
 			case tt.refused == "" && err != nil:
 				t.Fatalf("refused: %v", err)

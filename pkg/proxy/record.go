@@ -53,6 +53,24 @@ type inspection struct {
 	// only the request log keeps it. Empty for the rest, which runs nothing
 	// and whose record is the request log.
 	unrecordable string
+	// starts names a write that starts a command from an object's spec
+	// (a pod, or a workload's pod template), which no stream carries:
+	// moderation refuses it (moderationFor); recording lets it pass, as
+	// the request log keeps it.
+	starts string
+}
+
+// writing names the verbs that write an object's spec.
+var writing = map[string]string{"create": "creating", "update": "updating", "patch": "patching"}
+
+// podStarters are the resources, by API group, whose writes start what a
+// pod runs: pods themselves (kubectl run, kubectl debug node/NAME and
+// --copy-to), and the workloads that make pods from a template. Their
+// subresources (scale, status) start nothing new.
+var podStarters = map[string]sets.Set[string]{
+	"":      sets.New("pods", "replicationcontrollers"),
+	"apps":  sets.New("deployments", "replicasets", "statefulsets", "daemonsets"),
+	"batch": sets.New("jobs", "cronjobs"),
 }
 
 // inspect reads what a request does on the target from the target's own
@@ -105,6 +123,8 @@ func inspect(tr *targetRequest) inspection {
 		return inspection{unrecordable: "an upgraded stream to " + strings.Join(parts[:min(len(parts), 3)], "/")}
 	case pods && subresource == "ephemeralcontainers" && req.Method != http.MethodGet && req.Method != http.MethodHead:
 		return inspection{unrecordable: "a " + req.Method + " of pods/" + name + "/ephemeralcontainers"}
+	case subresource == "" && podStarters[info.APIGroup].Has(info.Resource) && writing[info.Verb] != "":
+		return inspection{starts: writing[info.Verb] + " " + info.Resource}
 	}
 	return inspection{}
 }
@@ -155,7 +175,12 @@ func (r *Tracker) inspectFor(tr *targetRequest, moderated bool) (inspection, err
 		return inspection{}, nil
 	}
 	required := rec != nil && rec.Required()
-	if !httpstream.IsUpgradeRequest(tr.req) && (!required && !moderated || !mayRunCommands(tr.path)) {
+	switch {
+	case httpstream.IsUpgradeRequest(tr.req):
+	case moderated && (mayRunCommands(tr.path) || tr.req.Method != http.MethodGet && tr.req.Method != http.MethodHead):
+		// A moderated session's writes may start pods.
+	case required && mayRunCommands(tr.path):
+	default:
 		return inspection{}, nil
 	}
 	seen := inspect(tr)

@@ -71,8 +71,8 @@ type Level struct {
 	// container): each waits until a user who holds the verb "moderate" on
 	// the session, and is not its owner, follows it, and ends when the last
 	// one stops; what cannot be followed (port-forward, a node's or pod's
-	// proxy upgraded, ephemeral containers created with a command) is
-	// refused.
+	// proxy upgraded, ephemeral containers created with a command, writes
+	// of pods and of workloads that make pods) is refused.
 	Moderated bool `json:"moderated,omitempty"`
 }
 

@@ -102,6 +102,19 @@ func TestModeratedStreams(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl debug node/NAME and a Job are refused", func(t *testing.T) {
+		// A privileged pod with the host's root: what it runs starts from
+		// its spec, with no stream to follow.
+		out, err := cp.Kubectl(ctx, alice, nil, "debug", "node/"+localcluster.NodeName, "--image=stand-in", "--", "cat")
+		if err == nil || !strings.Contains(err.Error(), "creating pods cannot be followed by a moderator") {
+			t.Errorf("kubectl debug node/%s: %v %s", localcluster.NodeName, err, out)
+		}
+		out, err = cp.Kubectl(ctx, alice, nil, "-n", "default", "create", "job", "unfollowed", "--image=stand-in", "--", "cat")
+		if err == nil || !strings.Contains(err.Error(), "creating jobs cannot be followed by a moderator") {
+			t.Errorf("kubectl create job: %v %s", err, out)
+		}
+	})
+
 	// The owner's kubectl exec -it, on a terminal.
 	cmd := exec.Command("kubectl", "--kubeconfig", alice, "-n", "default", "exec", "-it", "moderated", "--", "cat")
 	terminal, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: terminalCols, Rows: terminalRows})
