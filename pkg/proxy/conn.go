@@ -143,6 +143,16 @@ func (c *connWriter) closeHijacked(why error) {
 	_ = c.raw.Close()
 }
 
+// setSPDYErrorStream tells the hijacked SPDY stream which of its streams
+// is the client's error stream, on which its end is said.
+func (c *connWriter) setSPDYErrorStream(id uint32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if framed, ok := c.conn.(*upgradedConn); ok {
+		framed.errorStream.Store(id)
+	}
+}
+
 // status is the HTTP status passed on to the client; 0 while none was.
 func (c *connWriter) status() int { return int(c.code.Load()) }
 

@@ -253,8 +253,12 @@ func (p *proxiedRequest) serve(w http.ResponseWriter, req *http.Request, respond
 			p.serveModeratedWebSocket(req, location, protocol)
 			return
 		}
-		// Any other protocol (SPDY) waits before its answer, which says
-		// nothing until the stream starts or is refused.
+		if protocol := spdyProtocol(req); protocol != "" {
+			p.serveModeratedSPDY(req, location, protocol)
+			return
+		}
+		// Any other protocol waits before its answer, which says nothing
+		// until the stream starts or is refused.
 		if err := m.await(p.ctx, nil); err != nil {
 			p.refused = err
 			if cause := sessionEnd(p.ctx); cause != nil {

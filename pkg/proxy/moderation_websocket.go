@@ -23,6 +23,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	utilproxy "k8s.io/apimachinery/pkg/util/proxy"
 )
@@ -60,12 +61,7 @@ func channelProtocol(req *http.Request) string {
 	if !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") || req.Header.Get("Sec-Websocket-Key") == "" {
 		return ""
 	}
-	var offered []string
-	for _, value := range req.Header.Values("Sec-Websocket-Protocol") {
-		for p := range strings.SplitSeq(value, ",") {
-			offered = append(offered, strings.TrimSpace(p))
-		}
-	}
+	offered := headerTokens(req.Header, "Sec-Websocket-Protocol")
 	for _, p := range channelProtocols {
 		if slices.Contains(offered, p) {
 			return p
@@ -124,7 +120,10 @@ func (p *proxiedRequest) serveModeratedWebSocket(req *http.Request, location url
 		}
 		return
 	}
-	target, fromTarget, err := dialUpgrade(p.ctx, req, location, protocol, boundTo(p.ctx, p.target.Transport))
+	key := make([]byte, 16)
+	_, _ = rand.Read(key)
+	target, fromTarget, err := dialUpgrade(p.ctx, req, location, boundTo(p.ctx, p.target.Transport),
+		http.Header{"Sec-Websocket-Key": {base64.StdEncoding.EncodeToString(key)}, "Sec-Websocket-Protocol": {protocol}}, "Sec-Websocket-Protocol")
 	if err != nil {
 		p.refused = apierrors.NewServiceUnavailable(fmt.Sprintf("the session's target: %v", err))
 		_, _ = conn.Write(statusFrames(protocol, p.refused))
@@ -146,16 +145,18 @@ func (p *proxiedRequest) serveModeratedWebSocket(req *http.Request, location url
 	relays.Wait()
 }
 
-// dialUpgrade opens the stream of req to location in protocol, through
-// transport, and returns the connection and what reads the target's side.
-func dialUpgrade(ctx context.Context, req *http.Request, location url.URL, protocol string, transport *http.Transport) (net.Conn, io.Reader, error) {
+// dialUpgrade opens the stream of req to location, through transport,
+// with the headers of set in place of the client's, and returns the
+// connection and what reads the target's side. The target must answer in
+// the protocol that set names in its header protocolHeader.
+func dialUpgrade(ctx context.Context, req *http.Request, location url.URL, transport *http.Transport, set http.Header, protocolHeader string) (net.Conn, io.Reader, error) {
 	out := req.Clone(ctx)
 	out.URL, out.Host, out.RequestURI = &location, location.Host, ""
 	out.Body, out.ContentLength = nil, 0
-	key := make([]byte, 16)
-	_, _ = rand.Read(key)
-	out.Header.Set("Sec-Websocket-Key", base64.StdEncoding.EncodeToString(key))
-	out.Header.Set("Sec-Websocket-Protocol", protocol)
+	for name, values := range set {
+		out.Header[name] = values
+	}
+	protocol := set.Get(protocolHeader)
 	utilnet.AppendForwardedForHeader(out)
 	conn, err := utilproxy.DialURL(ctx, &location, transport)
 	if err != nil {
@@ -172,10 +173,10 @@ func dialUpgrade(ctx context.Context, req *http.Request, location url.URL, proto
 		_ = conn.Close()
 		return nil, nil, err
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Sec-Websocket-Protocol") != protocol {
+	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get(protocolHeader) != protocol {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		_ = conn.Close()
-		return nil, nil, fmt.Errorf("the target answered the stream with %s (protocol %q): %s", resp.Status, resp.Header.Get("Sec-Websocket-Protocol"), body)
+		return nil, nil, fmt.Errorf("the target answered the stream with %s (protocol %q): %s", resp.Status, resp.Header.Get(protocolHeader), body)
 	}
 	_ = conn.SetDeadline(time.Time{})
 	return conn, br, nil
@@ -202,19 +203,42 @@ func channelFrame(channel byte, data []byte) []byte {
 // its text before, then a normal close frame, so that kubectl prints the
 // whole message.
 func statusFrames(protocol string, err error) []byte {
-	payload := []byte(err.Error())
-	if protocol == "v5.channel.k8s.io" || protocol == "v4.channel.k8s.io" {
-		var status apierrors.APIStatus
-		s := apierrors.NewForbidden(sessionProxy, "", err).Status()
-		if errors.As(err, &status) {
-			s = status.Status()
-		}
-		s.Kind, s.APIVersion = "Status", "v1"
-		if data, jerr := json.Marshal(s); jerr == nil {
-			payload = data
-		}
+	return append(channelFrame(channelError, errorStreamPayload(protocol, err)), closeFrame(closeNormal, "")...)
+}
+
+// errorStreamPayload is what a kubelet writes on the error channel or
+// stream of a stream that failed with err: a Status from
+// v4.channel.k8s.io on, the message before. The Status is err's own, if
+// it is one; Forbidden for a moderated stream that ended or did not start
+// (moderation refused it); ServiceUnavailable for the rest. Its message is
+// cut at maxStatusMessage.
+func errorStreamPayload(protocol string, err error) []byte {
+	message := err.Error()
+	if len(message) > maxStatusMessage {
+		message = message[:maxStatusMessage]
 	}
-	return append(channelFrame(channelError, payload), closeFrame(closeNormal, "")...)
+	if protocol != "v5.channel.k8s.io" && protocol != "v4.channel.k8s.io" {
+		return []byte(message)
+	}
+	var s metav1.Status
+	var status apierrors.APIStatus
+	switch {
+	case errors.As(err, &status):
+		s = status.Status()
+	case moderationEnd(err), errors.Is(err, errNoModerator):
+		s = apierrors.NewForbidden(sessionProxy, "", err).Status()
+	default:
+		s = apierrors.NewServiceUnavailable(message).Status()
+	}
+	if len(s.Message) > maxStatusMessage {
+		s.Message = s.Message[:maxStatusMessage]
+	}
+	s.Kind, s.APIVersion = "Status", "v1"
+	data, jerr := json.Marshal(s)
+	if jerr != nil {
+		return []byte(message)
+	}
+	return data
 }
 
 // closeNormal is the WebSocket close code of a stream that ends with a

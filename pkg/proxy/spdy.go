@@ -5,11 +5,8 @@ package proxy
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"time"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/clustergate/clustergate/pkg/recording"
 )
@@ -48,28 +45,26 @@ func (f *frameTracker) feedSPDY(b []byte) {
 
 // spdyStatusFrame is the data frame, with FIN, that tells a SPDY client
 // why its stream ends, on the error stream it reads how the command ended
-// from: a Status (v4.channel.k8s.io) or plain text (older protocols), as a
-// kubelet writes it. It is nil when why does not name that stream.
-func spdyStatusFrame(protocol string, why error) []byte {
-	var failure *recording.Failure
-	if !errors.As(why, &failure) || failure.SPDYErrorStream == 0 {
+// from (errorStream): a Status (v4.channel.k8s.io) or plain text (older
+// protocols), as a kubelet writes it. It is nil without an error stream.
+func spdyStatusFrame(protocol string, errorStream uint32, why error) []byte {
+	if errorStream == 0 {
 		return nil
 	}
-	message := why.Error()
-	if len(message) > maxStatusMessage {
-		message = message[:maxStatusMessage]
-	}
-	payload := []byte(message)
-	if protocol == "v4.channel.k8s.io" {
-		status := apierrors.NewServiceUnavailable(message).Status()
-		status.Kind, status.APIVersion = "Status", "v1"
-		var err error
-		if payload, err = json.Marshal(status); err != nil {
-			return nil
-		}
-	}
+	payload := errorStreamPayload(protocol, why)
 	const dataFlagFin = 0x01
-	frame := binary.BigEndian.AppendUint32(make([]byte, 0, spdyHeaderSize+len(payload)), failure.SPDYErrorStream&0x7fffffff)
+	frame := binary.BigEndian.AppendUint32(make([]byte, 0, spdyHeaderSize+len(payload)), errorStream&0x7fffffff)
 	frame = append(frame, dataFlagFin, byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload)))
 	return append(frame, payload...)
+}
+
+// spdyErrorStream is the client's error stream a SPDY stream that ends
+// with why can say so on: the one its failed recording names, or the one
+// the relay of a moderated stream learnt (0: none).
+func (c *upgradedConn) spdyErrorStream(why error) uint32 {
+	var failure *recording.Failure
+	if errors.As(why, &failure) && failure.SPDYErrorStream != 0 {
+		return failure.SPDYErrorStream
+	}
+	return c.errorStream.Load()
 }

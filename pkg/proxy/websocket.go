@@ -28,7 +28,8 @@ const closePolicyViolation = 1008
 // connection mid-frame; kubectl then reports the reason instead of an
 // abnormal closure. A WebSocket stream gets a close frame; a SPDY stream
 // gets a Status on the client's error stream when that stream is known
-// (the recording knows it), and is cut otherwise.
+// (a failed recording or a moderated stream's relay knows it), and is cut
+// otherwise.
 type upgradedConn struct {
 	net.Conn
 	// raw is the network connection beneath; ended says why the session
@@ -48,6 +49,9 @@ type upgradedConn struct {
 	// and makes every other caller wait for it.
 	finishing atomic.Bool
 	finished  sync.Once
+	// errorStream is the SPDY client's error stream, when the relay of a
+	// moderated stream learnt it (0: unknown).
+	errorStream atomic.Uint32
 }
 
 // closeFrameTimeout bounds the wait for the final frame: a client that
@@ -102,7 +106,7 @@ func (c *upgradedConn) finish(why error) {
 		final := closeFrame(closePolicyViolation, why.Error())
 		switch {
 		case c.frames.spdy:
-			final = spdyStatusFrame(c.frames.protocol, why)
+			final = spdyStatusFrame(c.frames.protocol, c.spdyErrorStream(why), why)
 		case moderationEnd(why) && slices.Contains(channelProtocols, c.frames.protocol):
 			// Why a moderated stream ended is the moderator's reason, too
 			// long for a close frame: a Status says it.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,11 @@ import (
 
 // moderatorWait is the replicas' --session-moderator-wait.
 const moderatorWait = 15 * time.Second
+
+// moderatorGone bounds, as docs/security.md says, how long a moderated
+// stream runs on once its last moderator stopped following it: 10s after
+// the moderator's last mark, plus the relay's 500ms poll.
+const moderatorGone = 10*time.Second + 500*time.Millisecond
 
 // TestModeratedStreams runs two replicas that keep recordings in S3 and
 // require a moderator for admin sessions. The owner's kubectl exec -it
@@ -135,20 +141,7 @@ func TestModeratedStreams(t *testing.T) {
 		return nil
 	})
 	t.Logf("the owner's terminal says it waits %s after kubectl exec started: %q", time.Since(opened).Round(time.Millisecond), screen.String())
-	var stream string
-	eventually(t, 15*time.Second, "the stream is listed through replica B", func() error {
-		var list v1alpha1.SessionRecordingList
-		if err := json.Unmarshal(getAs(t, cp.FrontProxyConfig(b.URL, "carol"), "/apis/clustergate.dev/v1alpha1/namespaces/"+ns+"/sessions/moderated/recordings"), &list); err != nil {
-			return err
-		}
-		for _, s := range list.Items {
-			if s.Manifest == nil && s.Moderated {
-				stream = s.Stream
-				return nil
-			}
-		}
-		return fmt.Errorf("no live moderated stream in %+v", list.Items)
-	})
+	stream := liveModeratedStream(t, cp.FrontProxyConfig(b.URL, "carol"), ns)
 
 	t.Run("the owner cannot moderate her own session", func(t *testing.T) {
 		refused(t, ownerOnB, ns, "the owner of a session cannot moderate it", "moderate", "moderated", stream)
@@ -238,6 +231,73 @@ func TestModeratedStreams(t *testing.T) {
 		})
 	})
 
+	t.Run("over SPDY, an exec waits and ends when its last moderator leaves", func(t *testing.T) {
+		e := startExec(t, alice, "moderated", true)
+		eventually(t, 20*time.Second, "kubectl says over SPDY that the stream waits", func() error {
+			if !strings.Contains(e.stderr.String(), "waits for a moderator") {
+				return fmt.Errorf("stderr %q", e.stderr.String())
+			}
+			return nil
+		})
+		stream := liveModeratedStream(t, cp.FrontProxyConfig(b.URL, "carol"), ns)
+		follow := exec.Command("kubectl", "session", "moderate", "moderated", stream, "--kubeconfig", carol, "-n", ns)
+		if err := follow.Start(); err != nil {
+			t.Fatal(err)
+		}
+		e.typeLine(t, "typed over SPDY")
+		// Carol's follow goes away as a crashed terminal would.
+		if err := follow.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = follow.Wait()
+		left := time.Now()
+		select {
+		case err := <-e.ended:
+			if err == nil || !strings.Contains(e.stderr.String(), "the last moderator stopped following the stream") {
+				t.Errorf("kubectl exec ended with %v, stderr %q", err, e.stderr.String())
+			}
+			took := time.Since(left)
+			t.Logf("the stream ended %s after its last moderator left", took.Round(10*time.Millisecond))
+			// kubectl takes a moment to print the Status and exit.
+			if took > moderatorGone+1500*time.Millisecond {
+				t.Errorf("the stream ended %s after its last moderator left, later than the documented %s", took, moderatorGone)
+			}
+		case <-time.After(moderatorGone + 10*time.Second):
+			t.Fatalf("kubectl exec still runs %s after its last moderator left: %q", moderatorGone+10*time.Second, e.stderr.String())
+		}
+		auditor := cp.FrontProxyConfig(b.URL, "carol")
+		base := "/apis/clustergate.dev/v1alpha1/namespaces/" + ns + "/sessions/moderated/recordings"
+		eventually(t, 15*time.Second, "the manifest and the request log say that carol left", func() error {
+			var list v1alpha1.SessionRecordingList
+			if err := json.Unmarshal(getAs(t, auditor, base), &list); err != nil {
+				return err
+			}
+			var log v1alpha1.SessionRequestLog
+			if err := json.Unmarshal(getAs(t, auditor, base+"/requests"), &log); err != nil {
+				return err
+			}
+			manifested := slices.ContainsFunc(list.Items, func(s v1alpha1.SessionRecording) bool {
+				return s.Stream == stream && s.Manifest != nil && len(s.Manifest.Moderators) == 1 && s.Manifest.Moderators[0].User == "carol" &&
+					!s.Manifest.Moderators[0].To.IsZero()
+			})
+			logged := slices.ContainsFunc(log.Items, func(e v1alpha1.RequestLogEntry) bool {
+				return e.Stream == stream && strings.Contains(e.CloseReason, "the last moderator stopped following the stream")
+			})
+			if !manifested || !logged {
+				return fmt.Errorf("manifest %t, request log %t: %+v %+v", manifested, logged, list.Items, log.Items)
+			}
+			return nil
+		})
+		eventually(t, 15*time.Second, "the session's events say that no moderator follows the stream", func() error {
+			out, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ns, "get", "events", "--field-selector=involvedObject.name=moderated",
+				"-o", "jsonpath={range .items[*]}{.reason}: {.message}{\"\\n\"}{end}")
+			if err != nil || !strings.Contains(string(out), "ModeratorsLeft: stream "+stream+" ended") {
+				return fmt.Errorf("events: %w %s", err, out)
+			}
+			return nil
+		})
+	})
+
 	t.Run("an exec through the other way in waits, and is refused without a moderator", func(t *testing.T) {
 		// Replica A's sessions/proxy, as the owner: the aggregated path.
 		aggregated := replicaKubeconfig(t, a.URL, owner, v1alpha1.ProxyEndpoint(ns, "moderated"))
@@ -261,6 +321,27 @@ func TestModeratedStreams(t *testing.T) {
 			t.Errorf("kubectl exec still waits %s after it started: %q", moderatorWait+15*time.Second, e.stderr.String())
 		}
 	})
+}
+
+// liveModeratedStream is the moderated stream of the session "moderated"
+// in ns that runs or waits now, as its recordings list it to cfg.
+func liveModeratedStream(t *testing.T, cfg *rest.Config, ns string) string {
+	t.Helper()
+	var stream string
+	eventually(t, 15*time.Second, "a live moderated stream is listed", func() error {
+		var list v1alpha1.SessionRecordingList
+		if err := json.Unmarshal(getAs(t, cfg, "/apis/clustergate.dev/v1alpha1/namespaces/"+ns+"/sessions/moderated/recordings"), &list); err != nil {
+			return err
+		}
+		for _, s := range list.Items {
+			if s.Manifest == nil && s.Moderated {
+				stream = s.Stream
+				return nil
+			}
+		}
+		return fmt.Errorf("no live moderated stream in %+v", list.Items)
+	})
+	return stream
 }
 
 // replicaKubeconfig serves, until the test ends, a local endpoint that
