@@ -81,18 +81,23 @@ func (c *cpuUse) printIdle(before, after map[string]time.Duration, d time.Durati
 	fmt.Printf("| all | **%.1f** |\n", 100*all.Seconds()/d.Seconds())
 }
 
+// perObject is the processor time, in milliseconds, process used per object
+// while n objects of kind were created.
+func (c *cpuUse) perObject(kind, process string, n int) float64 {
+	return float64(c.used[kind][process].Microseconds()) / 1000 / float64(n)
+}
+
 // print writes a table of processor time per created object, by process,
 // for each kind: the processes that used less than 0.05 ms per object for
 // every kind are left out.
 func (c *cpuUse) print(n int) {
 	kinds := slices.Sorted(maps.Keys(c.used))
-	perObject := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
 	fmt.Printf("\n| processor time per created object (ms) | %s |\n|---|%s\n", strings.Join(kinds, " | "), strings.Repeat("---|", len(kinds)))
 	totals := make([]float64, len(kinds))
 	for _, name := range c.names {
 		row, shown := make([]string, len(kinds)), false
 		for i, k := range kinds {
-			ms := perObject(c.used[k][name])
+			ms := c.perObject(k, name, n)
 			totals[i] += ms
 			row[i] = fmt.Sprintf("%.2f", ms)
 			shown = shown || ms >= 0.05
