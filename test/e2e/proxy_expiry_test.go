@@ -218,12 +218,14 @@ func TestProxyEndsOnEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cp.StopComponent(replica.Name) }()
-	deletedNS, _, deleted, _ := proxySession(t, "replicas-deleted", "deleted", "1h")
-	// Last, so that its TTL need only cover opening the watches.
-	_, _, expiring, s := proxySession(t, "replicas", "expiring", "20s")
 	replicas := []string{cp.ClustergateURL, replica.URL}
-	expiringEnds := watchOnEveryReplica(t, expiring, replicas)
+	deletedNS, _, deleted, _ := proxySession(t, "replicas-deleted", "deleted", "1h")
 	deletedEnds := watchOnEveryReplica(t, deleted, replicas)
+	// Last, so that its TTL need only cover opening its own watches: had
+	// it expired while the other session's watches opened, the replicas'
+	// counts would drop and hide where those landed.
+	_, _, expiring, s := proxySession(t, "replicas", "expiring", "20s")
+	expiringEnds := watchOnEveryReplica(t, expiring, replicas)
 
 	_, client := clients(t)
 	deletedAt := time.Now()
