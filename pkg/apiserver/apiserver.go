@@ -171,7 +171,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	policies, err := sapstorage.NewREST(Scheme, optsGetter)
+	policies, err := sapstorage.NewREST(Scheme, optsGetter, parts.targets)
 	if err != nil {
 		return nil, err
 	}

@@ -58,6 +58,8 @@ type parts struct {
 	events events.EventBroadcaster
 	// eventDelivery stores and delivers session events (nil without sinks).
 	eventDelivery *controllers.EventDelivery
+	// targets reads the labels of sessions' targets for approval policies.
+	targets targetLabels
 }
 
 // sessionEvents records an event of a moderated stream on its Session.
@@ -72,7 +74,7 @@ func sessionEvents(recorder events.EventRecorder) func(t proxy.Target, eventType
 // newParts builds the parts the storage needs, before server serves.
 func (c CompletedConfig) newParts(server *genericapiserver.GenericAPIServer) (*parts, error) {
 	extra := c.ExtraConfig
-	p := &parts{tracker: proxy.NewTracker(clock.RealClock{}, extra.ProxyLimits)}
+	p := &parts{tracker: proxy.NewTracker(clock.RealClock{}, extra.ProxyLimits), targets: targetLabels{gardener: extra.gardener}}
 	var err error
 	// Protobuf: the caches decode every object and every change of it,
 	// and decoding JSON allocates far more.
@@ -104,6 +106,7 @@ func (c CompletedConfig) newParts(server *genericapiserver.GenericAPIServer) (*p
 	// Only the credentials Secrets of the server's namespace: the cache
 	// must not hold every Secret of a control plane.
 	namespace := extra.Namespace
+	p.targets.secrets = kube.CoreV1().Secrets(namespace)
 	p.credentialInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
 		informers.WithTransform(controllerutil.SlimForCache),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = credentials.Selector().String() }))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
@@ -23,22 +24,42 @@ import (
 // approved without a human: "policy:NAME".
 const AutoApprover = "policy:"
 
+// TargetLabels returns the labels of the session's target: the Shoot's in
+// Gardener or the cluster target's Secret's. Governing calls it only when a
+// policy selects by them, at most once.
+type TargetLabels func() (map[string]string, error)
+
 // Matches reports whether policy p selects session s: every member of its
-// selector that is given matches.
-func Matches(p *clustergate.SessionApprovalPolicy, s *clustergate.Session) bool {
+// selector that is given matches. It reads the target's labels only when
+// the policy selects by them and everything else matches.
+func Matches(p *clustergate.SessionApprovalPolicy, s *clustergate.Session, targetLabels TargetLabels) (bool, error) {
 	sel := &p.Spec.Sessions
 	if len(sel.Namespaces) > 0 && !slices.Contains(sel.Namespaces, s.Namespace) {
-		return false
+		return false, nil
 	}
 	if len(sel.AccessLevels) > 0 && !slices.Contains(sel.AccessLevels, s.Spec.AccessLevel.Group) {
-		return false
+		return false, nil
 	}
 	if sel.Scoped != nil && *sel.Scoped != (s.Spec.Scope != nil) {
-		return false
+		return false, nil
 	}
-	return len(sel.Targets) == 0 || slices.ContainsFunc(sel.Targets, func(t clustergate.SessionLockTarget) bool {
+	if len(sel.Targets) > 0 && !slices.ContainsFunc(sel.Targets, func(t clustergate.SessionLockTarget) bool {
 		return targetIs(&t, &s.Spec.Target)
-	})
+	}) {
+		return false, nil
+	}
+	if sel.TargetLabels == nil {
+		return true, nil
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel.TargetLabels)
+	if err != nil {
+		return false, fmt.Errorf("SessionApprovalPolicy %q: spec.sessions.targetLabels: %w", p.Name, err)
+	}
+	set, err := targetLabels()
+	if err != nil {
+		return false, err
+	}
+	return selector.Matches(labels.Set(set)), nil
 }
 
 func targetIs(t *clustergate.SessionLockTarget, target *clustergate.SessionTarget) bool {
@@ -58,15 +79,37 @@ func targetIs(t *clustergate.SessionLockTarget, target *clustergate.SessionTarge
 // one or none; requireReason beats not; at last the name, earliest first,
 // so that the choice never depends on the order of a list. The winner
 // alone governs the session: its approvers, auto-approval, maxTTL and
-// reason rule all apply, and those of the others do not.
-func Governing(policies []clustergate.SessionApprovalPolicy, s *clustergate.Session) *clustergate.SessionApprovalPolicy {
-	var found *clustergate.SessionApprovalPolicy
+// reason rule all apply, and those of the others do not. When the
+// target's labels are needed and cannot be read, Governing fails rather
+// than let a laxer policy, or none, govern the session.
+func Governing(policies []clustergate.SessionApprovalPolicy, s *clustergate.Session, targetLabels TargetLabels) (*clustergate.SessionApprovalPolicy, error) {
+	var (
+		found *clustergate.SessionApprovalPolicy
+		read  bool
+		set   map[string]string
+		err   error
+	)
+	once := func() (map[string]string, error) {
+		if !read {
+			set, err = targetLabels()
+			read = true
+		}
+		return set, err
+	}
 	for i := range policies {
-		if p := &policies[i]; Matches(p, s) && (found == nil || Stricter(p, found)) {
+		p := &policies[i]
+		if found != nil && !Stricter(p, found) {
+			continue
+		}
+		matches, err := Matches(p, s, once)
+		if err != nil {
+			return nil, err
+		}
+		if matches {
 			found = p
 		}
 	}
-	return found
+	return found, nil
 }
 
 // Stricter reports whether a is stricter than b, as Governing compares.

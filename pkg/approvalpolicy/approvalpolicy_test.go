@@ -4,6 +4,7 @@
 package approvalpolicy
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -65,12 +66,85 @@ func TestMatches(t *testing.T) {
 		{name: "scoped only, whole target", selector: clustergate.SessionSelector{Scoped: ptr.To(true)}, session: shopSession("admin")},
 		{name: "whole target only, scoped", selector: clustergate.SessionSelector{Scoped: ptr.To(false)}, session: scoped},
 		{name: "all must match", selector: clustergate.SessionSelector{Namespaces: []string{"shop"}, AccessLevels: []string{"viewer"}}, session: shopSession("admin")},
+		{name: "target labels", selector: clustergate.SessionSelector{TargetLabels: production}, session: shopSession("admin"), want: true},
+		{name: "target labels, other values", selector: clustergate.SessionSelector{TargetLabels: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"env": "dev"}}}, session: shopSession("admin")},
+		{name: "target labels, expressions", selector: clustergate.SessionSelector{TargetLabels: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"shop", "pay"}}}}},
+			session: shopSession("admin"), want: true},
+		{name: "target labels with the rest", selector: clustergate.SessionSelector{TargetLabels: production, AccessLevels: []string{"admin"}},
+			session: shopSession("admin"), want: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := clustergate.SessionApprovalPolicy{Spec: clustergate.SessionApprovalPolicySpec{Sessions: tt.selector}}
-			if got := Matches(&p, tt.session); got != tt.want {
-				t.Errorf("Matches = %v, want %v", got, tt.want)
+			reads := 0
+			got, err := Matches(&p, tt.session, func() (map[string]string, error) {
+				reads++
+				return map[string]string{"env": "production", "team": "shop"}, nil
+			})
+			if err != nil || got != tt.want {
+				t.Errorf("Matches = %v, %v; want %v", got, err, tt.want)
+			}
+			if wantReads := 0; tt.selector.TargetLabels == nil && reads != wantReads {
+				t.Errorf("the target's labels were read %d times, want %d: the policy does not select by them", reads, wantReads)
+			}
+		})
+	}
+}
+
+// production selects targets labelled env: production.
+var production = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}
+
+// TestGoverningByTargetLabels: the labels are read once however many
+// policies select by them, never when none does or none could win, and a
+// failure to read them fails the choice rather than let a laxer policy
+// govern.
+func TestGoverningByTargetLabels(t *testing.T) {
+	byLabels := policy("z-prod-two", func(s *clustergate.SessionApprovalPolicySpec) {
+		s.ApprovalRequired, s.Approvers, s.Sessions.TargetLabels = true, &clustergate.SessionApprovers{Count: 2}, production
+	})
+	alsoByLabels := policy("z-prod-three", func(s *clustergate.SessionApprovalPolicySpec) {
+		s.ApprovalRequired, s.Approvers, s.Sessions.TargetLabels = true, &clustergate.SessionApprovers{Count: 3}, production
+	})
+	one := policy("a-one", func(s *clustergate.SessionApprovalPolicySpec) { s.ApprovalRequired = true })
+	stricter := policy("a-five", func(s *clustergate.SessionApprovalPolicySpec) {
+		s.ApprovalRequired, s.Approvers = true, &clustergate.SessionApprovers{Count: 5}
+	})
+	unreadable := errors.New("gardener: unavailable")
+	tests := []struct {
+		name      string
+		policies  []clustergate.SessionApprovalPolicy
+		labels    map[string]string
+		err       error
+		want      string
+		wantReads int
+		wantErr   bool
+	}{
+		{name: "production target", policies: []clustergate.SessionApprovalPolicy{one, byLabels, alsoByLabels},
+			labels: map[string]string{"env": "production"}, want: "z-prod-three", wantReads: 1},
+		{name: "other target", policies: []clustergate.SessionApprovalPolicy{one, byLabels},
+			labels: map[string]string{"env": "dev"}, want: "a-one", wantReads: 1},
+		{name: "no policy by labels", policies: []clustergate.SessionApprovalPolicy{one}, want: "a-one"},
+		{name: "a stricter policy wins first", policies: []clustergate.SessionApprovalPolicy{stricter, byLabels}, want: "a-five"},
+		{name: "unreadable labels fail", policies: []clustergate.SessionApprovalPolicy{one, byLabels}, err: unreadable, wantReads: 1, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reads := 0
+			p, err := Governing(tt.policies, shopSession("admin"), func() (map[string]string, error) {
+				reads++
+				return tt.labels, tt.err
+			})
+			if (err != nil) != tt.wantErr || (tt.wantErr && !errors.Is(err, unreadable)) {
+				t.Fatalf("Governing error %v, want error %v", err, tt.wantErr)
+			}
+			got := ""
+			if p != nil {
+				got = p.Name
+			}
+			if got != tt.want || reads != tt.wantReads {
+				t.Errorf("Governing = %q after %d reads of the labels, want %q after %d", got, reads, tt.want, tt.wantReads)
 			}
 		})
 	}
@@ -120,7 +194,14 @@ func TestGoverning(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ""
-			if p := Governing(tt.policies, shopSession("admin")); p != nil {
+			p, err := Governing(tt.policies, shopSession("admin"), func() (map[string]string, error) {
+				t.Fatal("read the target's labels, which no policy selects by")
+				return nil, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p != nil {
 				got = p.Name
 			}
 			if got != tt.want {

@@ -225,6 +225,32 @@ func (c *Client) RequestKubeconfig(ctx context.Context, shoot Shoot, expiration 
 	return kc, nil
 }
 
+// ShootLabels returns the labels of shoot's Shoot object, which
+// SessionApprovalPolicies may select targets by. A Shoot that does not
+// exist has none: a session to it never gets Ready, and no policy must
+// fail its create for that.
+func (c *Client) ShootLabels(ctx context.Context, shoot Shoot) (_ map[string]string, err error) {
+	shoot.Project = cmp.Or(shoot.Project, c.project)
+	namespace, err := c.Projects.Namespace(ctx, shoot.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer func(start time.Time) { observe(operationShoot, shoot.Project, start, err) }(time.Now())
+	raw, err := c.rest.Get().Namespace(namespace).Resource("shoots").Name(shoot.Name).Do(ctx).Raw()
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, classify(shoot, err)
+	}
+	// Only the metadata: the rest of a Shoot is large and of no interest.
+	var meta metav1.PartialObjectMetadata
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		return nil, &Error{Reason: GardenerUnavailable, Err: fmt.Errorf("decoding Gardener's Shoot %s: %w", shoot, err)}
+	}
+	return meta.Labels, nil
+}
+
 func classify(shoot Shoot, err error) error {
 	switch {
 	case apierrors.IsNotFound(err):

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -129,5 +130,52 @@ func TestUnreachableGardener(t *testing.T) {
 	_, err = client.RequestKubeconfig(context.Background(), Shoot{Project: "p", Name: "c"}, time.Hour)
 	if ReasonOf(err) != GardenerUnavailable {
 		t.Errorf("got %v, want GardenerUnavailable", err)
+	}
+}
+
+// TestShootLabels reads a Shoot's labels in its project's namespace: a
+// missing Shoot has none, and a Gardener that fails says why.
+func TestShootLabels(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/apis/core.gardener.cloud/v1beta1/projects/shop":
+			_, _ = w.Write([]byte(`{"spec":{"namespace":"garden-shopping"}}`))
+		case "/apis/core.gardener.cloud/v1beta1/namespaces/garden-shopping/shoots/prod":
+			_, _ = w.Write([]byte(`{"apiVersion":"core.gardener.cloud/v1beta1","kind":"Shoot","metadata":{"name":"prod","labels":{"env":"production"}},"spec":{"region":"x"}}`))
+		case "/apis/core.gardener.cloud/v1beta1/namespaces/garden-shopping/shoots/gone":
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":404,"reason":"NotFound"}`))
+		default:
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":500,"reason":"InternalError"}`))
+		}
+	}))
+	defer srv.Close()
+	client, err := NewClientForConfig(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		shoot      string
+		want       map[string]string
+		wantReason Reason
+	}{
+		{shoot: "prod", want: map[string]string{"env": "production"}},
+		{shoot: "gone"},
+		{shoot: "broken", wantReason: GardenerUnavailable},
+	} {
+		t.Run(tt.shoot, func(t *testing.T) {
+			got, err := client.ShootLabels(context.Background(), Shoot{Name: tt.shoot})
+			if tt.wantReason != "" {
+				if err == nil || ReasonOf(err) != tt.wantReason {
+					t.Fatalf("ShootLabels: %v, want %s", err, tt.wantReason)
+				}
+				return
+			}
+			if err != nil || !maps.Equal(got, tt.want) {
+				t.Errorf("ShootLabels = %v, %v; want %v", got, err, tt.want)
+			}
+		})
 	}
 }

@@ -15,12 +15,16 @@ import (
 )
 
 // Values of the operation label: the subresource a kubeconfig comes from,
-// the read of a Project, and the probe.
+// the read of a Project, the read of a Shoot's labels, and the probe.
 const (
 	operationAdmin   = "adminkubeconfig"
 	operationProject = "project"
+	operationShoot   = "shoot"
 	operationProbe   = "probe"
 )
+
+// operations are the values of the operation label.
+var operations = []string{operationAdmin, operationProject, operationShoot, operationProbe}
 
 // resultSuccess is the result label of a request that succeeded; a failed
 // one carries its Reason.
@@ -29,7 +33,7 @@ const resultSuccess = "Success"
 var (
 	requests = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "clustergate", Subsystem: "gardener", Name: "requests_total",
-		Help: "Requests to Gardener, by operation (adminkubeconfig, project, probe), Gardener project and result " +
+		Help: "Requests to Gardener, by operation (adminkubeconfig, project, shoot, probe), Gardener project and result " +
 			"(Success, or why it failed: ShootNotFound, ProjectNotFound, Forbidden, ShootNotReady, GardenerUnavailable).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"operation", "project", "result"})
@@ -43,14 +47,14 @@ var (
 
 func init() {
 	legacyregistry.MustRegister(requests, requestDuration)
-	for _, op := range []string{operationAdmin, operationProject, operationProbe} {
+	for _, op := range operations {
 		requestDuration.WithLabelValues(op)
 	}
 }
 
 // initMetrics makes every request series of project exist at zero.
 func initMetrics(project string) {
-	for _, op := range []string{operationAdmin, operationProject, operationProbe} {
+	for _, op := range operations {
 		for _, result := range []Reason{resultSuccess, ShootNotFound, ProjectNotFound, Forbidden, ShootNotReady, GardenerUnavailable} {
 			requests.WithLabelValues(op, project, string(result))
 		}

@@ -405,6 +405,9 @@ type SessionSelector struct {
 	// Scoped, when set, matches only scoped (true) or whole-target (false)
 	// sessions.
 	Scoped *bool
+	// TargetLabels, when set, matches sessions whose target's labels it
+	// selects: the Shoot's in Gardener, a cluster target's Secret's.
+	TargetLabels *metav1.LabelSelector
 }
 
 // SessionApprovers say who may decide on a request and how many must

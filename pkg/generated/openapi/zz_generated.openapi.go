@@ -2269,11 +2269,17 @@ func schema_pkg_apis_clustergate_v1alpha1_SessionSelector(ref common.ReferenceCa
 							Format:      "",
 						},
 					},
+					"targetLabels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TargetLabels match sessions whose target carries labels this selector selects: a Shoot's labels in Gardener, or a cluster target's kubeconfig Secret's labels, for example env: production. They are read when a session is created; a Shoot that does not exist has none, and a target whose labels cannot be read then refuses the session (503) rather than let a laxer policy govern it.",
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.SessionLockTarget{}.OpenAPIModelName()},
+			v1alpha1.SessionLockTarget{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 

@@ -109,7 +109,7 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 	return table.Convertor[*clustergate.SessionApprovalPolicy]{
 		Columns: []metav1.TableColumnDefinition{
 			{Name: "Namespaces", Type: "string", Description: "Namespaces of the sessions the policy selects; <none> is all."},
-			{Name: "Targets", Type: "string", Description: "Targets of the sessions the policy selects, shoot/NAME or cluster/NAME; <none> is all."},
+			{Name: "Targets", Type: "string", Description: "Targets of the sessions the policy selects, shoot/NAME or cluster/NAME, and labels:SELECTOR for those it selects by label; <none> is all."},
 			{Name: "Access", Type: "string", Description: "Access levels of the sessions the policy selects; <none> is all."},
 			{Name: "Approval", Type: "string", Description: "How many distinct approvers must approve, or None."},
 			{Name: "Approvers", Type: "string", Description: "Users and groups (group:NAME) who may decide; <none> is any holder of the verb approve."},
@@ -124,6 +124,9 @@ func NewTableConvertor(now func() time.Time) table.Convertor[*clustergate.Sessio
 			targets := make([]string, 0, len(sel.Targets))
 			for i := range sel.Targets {
 				targets = append(targets, sessionlock.Target(&sel.Targets[i]))
+			}
+			if sel.TargetLabels != nil {
+				targets = append(targets, "labels:"+metav1.FormatLabelSelector(sel.TargetLabels))
 			}
 			approval, approvers, excluded := "None", table.None, table.None
 			if p.Spec.ApprovalRequired {

@@ -28,7 +28,8 @@ func TestTable(t *testing.T) {
 			AutoApprove:      &clustergate.SessionAutoApproval{Groups: []string{"oncall"}, MaxTTL: metav1.Duration{Duration: time.Hour}},
 			MaxTTL:           &metav1.Duration{Duration: 4 * time.Hour}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "reasons", CreationTimestamp: created}, Spec: clustergate.SessionApprovalPolicySpec{
-			Sessions:      clustergate.SessionSelector{Namespaces: []string{"demo", "shop"}, AccessLevels: []string{"viewer"}, Scoped: ptr.To(true)},
+			Sessions: clustergate.SessionSelector{Namespaces: []string{"demo", "shop"}, AccessLevels: []string{"viewer"}, Scoped: ptr.To(true),
+				TargetLabels: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}},
 			RequireReason: true}},
 	}}
 	table, err := NewTableConvertor(func() time.Time { return now }).ConvertToTable(context.Background(), list, nil)
@@ -45,7 +46,7 @@ func TestTable(t *testing.T) {
 	}
 	want := [][]any{
 		{"shop", "<none>", "shoot/local", "<none>", "2", "root,group:shop-oncall", "oncall <= 60m", "4h", "<none>", "team-shop", "Optional", "60m"},
-		{"reasons", "demo,shop", "<none>", "viewer", "None", "<none>", "<none>", "<none>", "true", "<none>", "Required", "60m"},
+		{"reasons", "demo,shop", "labels:env=production", "viewer", "None", "<none>", "<none>", "<none>", "true", "<none>", "Required", "60m"},
 	}
 	for i, row := range table.Rows {
 		if diff := cmp.Diff(want[i], row.Cells); diff != "" {

@@ -74,6 +74,14 @@ type SessionSelector struct {
 	// spec.scope) or only whole-target ones (false).
 	// +optional
 	Scoped *bool `json:"scoped,omitempty" protobuf:"varint,4,opt,name=scoped"`
+	// TargetLabels match sessions whose target carries labels this
+	// selector selects: a Shoot's labels in Gardener, or a cluster
+	// target's kubeconfig Secret's labels, for example env: production.
+	// They are read when a session is created; a Shoot that does not
+	// exist has none, and a target whose labels cannot be read then
+	// refuses the session (503) rather than let a laxer policy govern it.
+	// +optional
+	TargetLabels *metav1.LabelSelector `json:"targetLabels,omitempty" protobuf:"bytes,5,opt,name=targetLabels"`
 }
 
 // SessionApprovers say who may decide on a request and how many must

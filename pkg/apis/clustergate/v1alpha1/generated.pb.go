@@ -1421,6 +1421,18 @@ func (m *SessionSelector) MarshalToSizedBuffer(dAtA []byte) (int, error) {
 	_ = i
 	var l int
 	_ = l
+	if m.TargetLabels != nil {
+		{
+			size, err := m.TargetLabels.MarshalToSizedBuffer(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = encodeVarintGenerated(dAtA, i, uint64(size))
+		}
+		i--
+		dAtA[i] = 0x2a
+	}
 	if m.Scoped != nil {
 		i--
 		if *m.Scoped {
@@ -2259,6 +2271,10 @@ func (m *SessionSelector) Size() (n int) {
 	if m.Scoped != nil {
 		n += 2
 	}
+	if m.TargetLabels != nil {
+		l = m.TargetLabels.Size()
+		n += 1 + l + sovGenerated(uint64(l))
+	}
 	return n
 }
 
@@ -2733,6 +2749,7 @@ func (this *SessionSelector) String() string {
 		`Targets:` + repeatedStringForTargets + `,`,
 		`AccessLevels:` + fmt.Sprintf("%v", this.AccessLevels) + `,`,
 		`Scoped:` + valueToStringGenerated(this.Scoped) + `,`,
+		`TargetLabels:` + strings.Replace(fmt.Sprintf("%v", this.TargetLabels), "LabelSelector", "v1.LabelSelector", 1) + `,`,
 		`}`,
 	}, "")
 	return s
@@ -6902,6 +6919,42 @@ func (m *SessionSelector) Unmarshal(dAtA []byte) error {
 			}
 			b := bool(v != 0)
 			m.Scoped = &b
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field TargetLabels", wireType)
+			}
+			var msglen int
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return ErrIntOverflowGenerated
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				msglen |= int(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+			if msglen < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return ErrInvalidLengthGenerated
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.TargetLabels == nil {
+				m.TargetLabels = &v1.LabelSelector{}
+			}
+			if err := m.TargetLabels.Unmarshal(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := skipGenerated(dAtA[iNdEx:])

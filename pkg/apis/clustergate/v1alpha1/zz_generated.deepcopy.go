@@ -871,6 +871,11 @@ func (in *SessionSelector) DeepCopyInto(out *SessionSelector) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.TargetLabels != nil {
+		in, out := &in.TargetLabels, &out.TargetLabels
+		*out = new(v1.LabelSelector)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

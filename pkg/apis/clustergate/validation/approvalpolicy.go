@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -46,6 +47,10 @@ func validateApprovalPolicySpec(spec *clustergate.SessionApprovalPolicySpec, spe
 	}
 	for i := range sel.Targets {
 		allErrs = append(allErrs, validateLockTarget(&sel.Targets[i], targetsPath.Index(i))...)
+	}
+	if sel.TargetLabels != nil {
+		allErrs = append(allErrs, metav1validation.ValidateLabelSelector(sel.TargetLabels,
+			metav1validation.LabelSelectorValidationOptions{}, selPath.Child("targetLabels"))...)
 	}
 
 	if a := spec.Approvers; a != nil {

@@ -28,6 +28,12 @@ func TestValidateSessionApprovalPolicy(t *testing.T) {
 			ApprovalRequired: true, Approvers: &clustergate.SessionApprovers{Count: 2, Groups: []string{"shop-oncall"}, ExcludeOwnerGroups: []string{"team-shop"}},
 			AutoApprove: &clustergate.SessionAutoApproval{Groups: []string{"oncall"}, MaxTTL: hour}, MaxTTL: &metav1.Duration{Duration: 4 * time.Hour}, RequireReason: true}},
 		{name: "empty selects all, asks nothing"},
+		{name: "target labels", spec: clustergate.SessionApprovalPolicySpec{Sessions: clustergate.SessionSelector{
+			TargetLabels: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}}}},
+		{name: "target labels, a bad key and operator", spec: clustergate.SessionApprovalPolicySpec{Sessions: clustergate.SessionSelector{
+			TargetLabels: &metav1.LabelSelector{MatchLabels: map[string]string{"not a key": "x"},
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Like"}}}}},
+			want: []string{"FieldValueInvalid spec.sessions.targetLabels.matchLabels", "FieldValueInvalid spec.sessions.targetLabels.matchExpressions[0].operator"}},
 		{name: "approvers without approval", spec: clustergate.SessionApprovalPolicySpec{Approvers: approvers(1)},
 			want: []string{"FieldValueForbidden spec.approvers"}},
 		{name: "no approvers", spec: clustergate.SessionApprovalPolicySpec{ApprovalRequired: true, Approvers: approvers(0)},

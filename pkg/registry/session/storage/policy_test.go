@@ -4,6 +4,8 @@
 package storage
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +33,7 @@ import (
 // it; with the policy gone, the flags apply again.
 func TestApprovalPolicyOnStorage(t *testing.T) {
 	scheme := registrytest.Scheme()
-	policies, err := policystorage.NewREST(scheme, registrytest.NewRESTOptions(t, scheme, "sessionapprovalpolicies"))
+	policies, err := policystorage.NewREST(scheme, registrytest.NewRESTOptions(t, scheme, "sessionapprovalpolicies"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,5 +122,76 @@ func TestApprovalPolicyOnStorage(t *testing.T) {
 	flagged.Spec.AccessLevel.Group = "admin"
 	if got := create(t, s, flagged); got.Status.ApprovalPolicy != nil || got.Status.Approvals[0].Required != 0 {
 		t.Errorf("without a policy: %+v, want the flags' single approval", got.Status)
+	}
+}
+
+// targetLabels is a TargetLabels of fixed labels per target name, or an
+// error for every target.
+type targetLabels struct {
+	labels map[string]map[string]string
+	err    error
+}
+
+func (l targetLabels) TargetLabels(_ context.Context, s *clustergate.Session) (map[string]string, error) {
+	return l.labels[s.Spec.Target.Shoot.Name], l.err
+}
+
+// TestApprovalPolicyByTargetLabels: a policy that selects targets by label
+// governs sessions to the targets so labelled only, and when the labels
+// cannot be read the create is refused with 503, not left to the flags.
+func TestApprovalPolicyByTargetLabels(t *testing.T) {
+	scheme := registrytest.Scheme()
+	production := map[string]map[string]string{"prod": {"env": "production"}, "dev": {"env": "dev"}}
+	for _, tt := range []struct {
+		name, target string
+		labels       targetLabels
+		wantPolicy   string
+		wantErr      bool
+	}{
+		{name: "a production target", target: "prod", labels: targetLabels{labels: production}, wantPolicy: "production"},
+		{name: "another target", target: "dev", labels: targetLabels{labels: production}},
+		{name: "a target that does not exist", target: "gone", labels: targetLabels{labels: production}},
+		{name: "labels unreadable", target: "prod", labels: targetLabels{err: errors.New("gardener: connection refused")}, wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			policies, err := policystorage.NewREST(scheme, registrytest.NewRESTOptions(t, scheme, "sessionapprovalpolicies"), tt.labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(policies.Destroy)
+			s, err := NewStorage(scheme, registrytest.NewRESTOptions(t, scheme, "sessions"), Config{
+				Limits: validation.DefaultSessionLimits(), Policies: policies,
+				Proxy: ProxyConfig{Tracker: proxy.NewTracker(clock.RealClock{}, proxy.Limits{})},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(s.Session.Destroy)
+			policy := &clustergate.SessionApprovalPolicy{ObjectMeta: metav1.ObjectMeta{Name: "production"}, Spec: clustergate.SessionApprovalPolicySpec{
+				Sessions:         clustergate.SessionSelector{TargetLabels: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "production"}}},
+				ApprovalRequired: true, Approvers: &clustergate.SessionApprovers{Count: 2},
+			}}
+			if _, err := policies.Create(registrytest.Context(""), policy, rest.ValidateAllObjectFunc, &metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			session := newSession("alice", "alice", tt.target, nil)
+			got, err := s.Session.Create(registrytest.Context(ns), session, rest.ValidateAllObjectFunc, &metav1.CreateOptions{})
+			if tt.wantErr {
+				if !apierrors.IsServiceUnavailable(err) || !strings.Contains(err.Error(), "connection refused") {
+					t.Fatalf("create: %v, want 503 naming why the labels cannot be read", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := ""
+			if p := got.(*clustergate.Session).Status.ApprovalPolicy; p != nil {
+				name = p.Name
+			}
+			if name != tt.wantPolicy {
+				t.Errorf("governed by %q, want %q", name, tt.wantPolicy)
+			}
+		})
 	}
 }

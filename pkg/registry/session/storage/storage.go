@@ -6,10 +6,8 @@ package storage
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -93,7 +91,8 @@ type Config struct {
 }
 
 // Policies finds the SessionApprovalPolicy that governs a new session; the
-// SessionApprovalPolicy storage is the real one.
+// SessionApprovalPolicy storage is the real one. Its errors are API
+// errors, returned to the client as they are.
 type Policies interface {
 	Governing(ctx context.Context, s *clustergate.Session) (*clustergate.SessionApprovalPolicy, error)
 }
@@ -174,7 +173,7 @@ func (r *REST) withApprovalPolicy(ctx context.Context, obj runtime.Object) (cont
 	}
 	p, err := r.policies.Governing(ctx, s)
 	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("reading the session approval policies: %w", err))
+		return nil, err
 	}
 	if p == nil {
 		return ctx, nil

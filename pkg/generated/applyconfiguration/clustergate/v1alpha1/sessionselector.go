@@ -7,6 +7,10 @@ SPDX-License-Identifier: Apache-2.0
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
 // SessionSelectorApplyConfiguration represents a declarative configuration of the SessionSelector type for use
 // with apply.
 //
@@ -24,6 +28,13 @@ type SessionSelectorApplyConfiguration struct {
 	// Scoped, when set, matches only scoped sessions (true: with
 	// spec.scope) or only whole-target ones (false).
 	Scoped *bool `json:"scoped,omitempty"`
+	// TargetLabels match sessions whose target carries labels this
+	// selector selects: a Shoot's labels in Gardener, or a cluster
+	// target's kubeconfig Secret's labels, for example env: production.
+	// They are read when a session is created; a Shoot that does not
+	// exist has none, and a target whose labels cannot be read then
+	// refuses the session (503) rather than let a laxer policy govern it.
+	TargetLabels *v1.LabelSelectorApplyConfiguration `json:"targetLabels,omitempty"`
 }
 
 // SessionSelectorApplyConfiguration constructs a declarative configuration of the SessionSelector type for use with
@@ -70,5 +81,13 @@ func (b *SessionSelectorApplyConfiguration) WithAccessLevels(values ...string) *
 // If called multiple times, the Scoped field is set to the value of the last call.
 func (b *SessionSelectorApplyConfiguration) WithScoped(value bool) *SessionSelectorApplyConfiguration {
 	b.Scoped = &value
+	return b
+}
+
+// WithTargetLabels sets the TargetLabels field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TargetLabels field is set to the value of the last call.
+func (b *SessionSelectorApplyConfiguration) WithTargetLabels(value *v1.LabelSelectorApplyConfiguration) *SessionSelectorApplyConfiguration {
+	b.TargetLabels = value
 	return b
 }
