@@ -37,11 +37,11 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, shootKubeconfig, "-n", "clustergate-system", "create", "secret", "generic",
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, shootKubeconfig, "-n", ServerNamespace, "create", "secret", "generic",
 		ShootTargetSecret, "--from-file=kubeconfig=/dev/stdin"); err != nil {
 		return err
 	}
-	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "label", "secret", ShootTargetSecret,
+	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ServerNamespace, "label", "secret", ShootTargetSecret,
 		v1alpha1.LabelClusterTarget+"=true"); err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		"--authorization-kubeconfig=" + kubeconfig,
 		"--gardener-kubeconfig=" + kubeconfig,
 		"--gardener-project=" + Project,
-		"--namespace=clustergate-system",
+		"--namespace=" + ServerNamespace,
 		"--session-access-config=" + accessConfig,
 		// Session kubeconfigs point at the garden kube-apiserver.
 		"--external-url=" + cp.GardenURL,

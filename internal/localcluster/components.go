@@ -55,13 +55,29 @@ func (cp *ControlPlane) StopComponent(name string) error {
 	return nil
 }
 
+// ServerNamespace is the namespace clustergate's replicas run in: its
+// Service, its Secrets and its leader election Lease.
+const ServerNamespace = "clustergate-system"
+
+// KillComponent kills one component with SIGKILL, to test what survives a
+// crash: unlike StopComponent, nothing of its shutdown runs, so a leader
+// keeps its Lease until the Lease expires.
+func (cp *ControlPlane) KillComponent(name string) error {
+	i, err := cp.process(name)
+	if err != nil {
+		return err
+	}
+	cp.procs[i].kill()
+	return nil
+}
+
 // StartComponent starts a stopped component again with the same flags and
 // waits until its APIServices are Available.
 func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 	if err := cp.restart(name); err != nil {
 		return err
 	}
-	names, url, service := []string{"v1alpha1.clustergate.dev"}, cp.ClustergateURL, "clustergate-system/clustergate"
+	names, url, service := []string{"v1alpha1.clustergate.dev"}, cp.ClustergateURL, ServerNamespace+"/clustergate"
 	if name == "gardener-apiserver" {
 		names, url, service = nil, fmt.Sprintf("https://127.0.0.1:%d", cp.ports.gardener), "kube-system/gardener-apiserver"
 		for _, gv := range gardenerGroupVersions {

@@ -189,9 +189,9 @@ components:
 		return err
 	}
 	return cp.waitInstalled(ctx, applied, []installStep{
-		{"certificates ready", kc, []string{"-n", "clustergate-system", "wait", "--for=condition=Ready", "certificate", "--all", "--timeout=120s"}},
-		{"etcd 3/3 ready", kc, []string{"-n", "clustergate-system", "rollout", "status", "statefulset/clustergate-etcd", "--timeout=300s"}},
-		{"deployment clustergate available", kc, []string{"-n", "clustergate-system", "rollout", "status", "deployment/clustergate", "--timeout=300s"}},
+		{"certificates ready", kc, []string{"-n", ServerNamespace, "wait", "--for=condition=Ready", "certificate", "--all", "--timeout=120s"}},
+		{"etcd 3/3 ready", kc, []string{"-n", ServerNamespace, "rollout", "status", "statefulset/clustergate-etcd", "--timeout=300s"}},
+		{"deployment clustergate available", kc, []string{"-n", ServerNamespace, "rollout", "status", "deployment/clustergate", "--timeout=300s"}},
 		{"APIService available", kc, []string{"wait", "--for=condition=Available", "apiservice/v1alpha1.clustergate.dev", "--timeout=120s"}},
 	})
 }

@@ -73,7 +73,17 @@ func (p *process) stop(grace time.Duration) {
 	select {
 	case <-p.done:
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		p.kill()
 	}
+}
+
+// kill ends the process and its children with SIGKILL, as a crash or the
+// kernel's OOM killer would: nothing of its shutdown runs.
+func (p *process) kill() {
+	p.stopped = true
+	if done, _ := p.exited(); done {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
 }

@@ -58,7 +58,7 @@ func (cp *ControlPlane) StartPrometheus(ctx context.Context, opts PrometheusOpti
 	}
 	// The garden runs no token controller to fill the reader's token
 	// Secret: a token from the TokenRequest API is the same identity.
-	token, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "create", "token", MetricsReader,
+	token, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ServerNamespace, "create", "token", MetricsReader,
 		"--duration="+validity.String())
 	if err != nil {
 		return nil, err

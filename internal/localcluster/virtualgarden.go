@@ -176,7 +176,7 @@ current-context: virtual-garden
 // in the virtual garden (TokenRequest API) and writes it, with the virtual
 // garden's CA (inject-ca-bundle), into the Secret's token and bundle.crt.
 func (cp *ControlPlane) RequestVirtualGardenToken(ctx context.Context, validity time.Duration) error {
-	token, err := cp.Kubectl(ctx, cp.VirtualGardenKubeconfig, nil, "-n", "clustergate-system", "create", "token", "clustergate",
+	token, err := cp.Kubectl(ctx, cp.VirtualGardenKubeconfig, nil, "-n", ServerNamespace, "create", "token", "clustergate",
 		"--duration="+validity.String())
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func (cp *ControlPlane) RequestVirtualGardenToken(ctx context.Context, validity 
 	patch := fmt.Sprintf(`{"data":{"token":%q,"bundle.crt":%q}}`,
 		base64.StdEncoding.EncodeToString([]byte(strings.TrimSpace(string(token)))),
 		base64.StdEncoding.EncodeToString(cp.virtual.ca.CertPEM()))
-	_, err = cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "patch", "secret", "shoot-access-clustergate",
+	_, err = cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ServerNamespace, "patch", "secret", "shoot-access-clustergate",
 		"--type=merge", "-p", patch)
 	return err
 }
@@ -270,14 +270,14 @@ patches:
 		return err
 	}
 	runtimeWait := func(what string, args ...string) installStep {
-		return installStep{what, cp.AdminKubeconfig, append([]string{"-n", "clustergate-system"}, args...)}
+		return installStep{what, cp.AdminKubeconfig, append([]string{"-n", ServerNamespace}, args...)}
 	}
 	if err := cp.waitInstalled(ctx, applied, []installStep{
 		runtimeWait("certificates ready", "wait", "--for=condition=Ready", "certificate", "--all", "--timeout=120s"),
 	}); err != nil {
 		return err
 	}
-	ca, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "get", "secret", "clustergate-serving-cert",
+	ca, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ServerNamespace, "get", "secret", "clustergate-serving-cert",
 		"-o", `jsonpath={.data.ca\.crt}`)
 	if err != nil {
 		return err
@@ -292,7 +292,7 @@ patches:
 	}); err != nil {
 		return err
 	}
-	ips, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", "clustergate-system", "get", "pods", "-l", "app.kubernetes.io/name=clustergate",
+	ips, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ServerNamespace, "get", "pods", "-l", "app.kubernetes.io/name=clustergate",
 		"--field-selector=status.phase=Running", "-o", "jsonpath={.items[*].status.podIP}")
 	if err != nil {
 		return err
@@ -302,7 +302,7 @@ patches:
 	}
 	// The aggregator rechecks an unavailable APIService after a backoff of
 	// up to 30 s, or when its Service changes: touch it.
-	if _, err := cp.Kubectl(ctx, cp.VirtualGardenKubeconfig, nil, "-n", "clustergate-system", "annotate", "service", "clustergate",
+	if _, err := cp.Kubectl(ctx, cp.VirtualGardenKubeconfig, nil, "-n", ServerNamespace, "annotate", "service", "clustergate",
 		"--overwrite", "clustergate.dev/endpoints-ready="+time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		return err
 	}

@@ -221,10 +221,15 @@ func TestProxyEndsOnEveryReplica(t *testing.T) {
 	replicas := []string{cp.ClustergateURL, replica.URL}
 	deletedNS, _, deleted, _ := proxySession(t, "replicas-deleted", "deleted", "1h")
 	deletedEnds := watchOnEveryReplica(t, deleted, replicas)
-	// Last, so that its TTL need only cover opening its own watches: had
-	// it expired while the other session's watches opened, the replicas'
-	// counts would drop and hide where those landed.
-	_, _, expiring, s := proxySession(t, "replicas", "expiring", "20s")
+	// Last, so that its TTL need only cover its own way to Ready and its
+	// watches: had it expired meanwhile, the replicas' counts would drop
+	// and hide where the watches landed. In a loaded CI run Ready alone
+	// took most of a 20 s TTL, so the TTL is 40 s and what is left of it
+	// is checked first.
+	_, _, expiring, s := proxySession(t, "replicas", "expiring", "40s")
+	if left := time.Until(s.Status.ExpiresAt.Time); left < 15*time.Second {
+		t.Fatalf("session %s got Ready with %s of its TTL left, too little to open its watches", expiring, left.Round(time.Millisecond))
+	}
 	expiringEnds := watchOnEveryReplica(t, expiring, replicas)
 
 	_, client := clients(t)
