@@ -141,8 +141,8 @@ func TestApprovalPolicy(t *testing.T) {
 	}
 
 	autoSteps := []string{"requested.0", "auto_approved.0", "opened"}
-	r.waitEvents(t, shop, time.Minute, "requested.0", "approved.0.0", "approved.0.1", "opened")
-	r.waitEvents(t, string(look.UID), time.Minute, autoSteps...)
+	r.waitEvents(t, shop, "requested.0", "approved.0.0", "approved.0.1", "opened")
+	r.waitEvents(t, string(look.UID), autoSteps...)
 	checkOnce(t, r, shop, string(look.UID))
 	r.mu.Lock()
 	second, auto := r.events[shop+".approved.0.1"], r.events[string(look.UID)+".auto_approved.0"]
@@ -205,8 +205,8 @@ func TestApprovalPolicy(t *testing.T) {
 	restarted = true
 	time.Sleep(time.Until(down.Add(time.Minute)))
 	startReceiver(t, r)
-	r.waitEvents(t, shop, time.Minute, "requested.0", "approved.0.0", "approved.0.1", "opened", "revoked", "ended")
-	r.waitEvents(t, denied, time.Minute, "requested.0", "approved.0.0", "denied.0.1", "ended")
+	r.waitEvents(t, shop, "requested.0", "approved.0.0", "approved.0.1", "opened", "revoked", "ended")
+	r.waitEvents(t, denied, "requested.0", "approved.0.0", "denied.0.1", "ended")
 	checkOnce(t, r, shop, denied, string(look.UID))
 }
 

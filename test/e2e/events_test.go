@@ -180,12 +180,12 @@ func (r *eventReceiver) ofSession(uid string) (ids []string, counts map[string]i
 	return ids, counts
 }
 
-// waitEvents waits until the receiver has every one of want (ids after the
+// waitEvents waits up to a minute until the receiver has every one of want (ids after the
 // session's UID) and nothing else of the session.
-func (r *eventReceiver) waitEvents(t *testing.T, uid string, timeout time.Duration, want ...string) {
+func (r *eventReceiver) waitEvents(t *testing.T, uid string, want ...string) {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
-	eventually(t, timeout, "the session's events", func() error {
+	eventually(t, time.Minute, "the session's events", func() error {
 		if got, _ := r.ofSession(uid); !slices.Equal(got, want) {
 			return fmt.Errorf("got %v, want %v", got, want)
 		}
@@ -245,7 +245,7 @@ func TestSessionEvents(t *testing.T) {
 
 	uid := open("first")
 	kubectlAs(t, erin, "-n", ns, "delete", "session", "first", "--wait=true")
-	r.waitEvents(t, uid, time.Minute, steps...)
+	r.waitEvents(t, uid, steps...)
 	_, counts := r.ofSession(uid)
 	for id, n := range counts {
 		if n != 1 {
@@ -348,7 +348,7 @@ func TestSessionEvents(t *testing.T) {
 	}
 	restarted = true
 	startReceiver(t, r)
-	r.waitEvents(t, uid, time.Minute, steps...)
+	r.waitEvents(t, uid, steps...)
 
 	// The configuration changes under the running replicas.
 	const reloadedSource = "https://reloaded.e2e.clustergate.local"
@@ -363,7 +363,7 @@ func TestSessionEvents(t *testing.T) {
 		})
 	}
 	uid = open("third")
-	r.waitEvents(t, uid, time.Minute, "requested.0", "approved.0.0", "opened")
+	r.waitEvents(t, uid, "requested.0", "approved.0.0", "opened")
 	r.mu.Lock()
 	third := r.events[uid+".requested.0"]
 	r.mu.Unlock()
