@@ -180,8 +180,8 @@ func (r *eventReceiver) ofSession(uid string) (ids []string, counts map[string]i
 	return ids, counts
 }
 
-// waitEvents waits up to a minute until the receiver has every one of want (ids after the
-// session's UID) and nothing else of the session.
+// waitEvents waits up to a minute until the receiver has every one of want
+// (ids after the session's UID) and nothing else of the session.
 func (r *eventReceiver) waitEvents(t *testing.T, uid string, want ...string) {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
