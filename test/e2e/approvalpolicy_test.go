@@ -15,7 +15,6 @@ import (
 	"github.com/clustergate/clustergate/internal/localcluster"
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers"
-	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 	"github.com/clustergate/clustergate/pkg/sessionevents"
 )
 
@@ -179,19 +178,7 @@ func TestApprovalPolicy(t *testing.T) {
 		return *l.Spec.HolderIdentity
 	}
 	leader := holder()
-	if err := cp.KillComponent("clustergate"); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			_ = cp.StartComponent(ctx, "clustergate")
-		}
-	}()
-	replicaAdmin, err := versioned.NewForConfig(cp.FrontProxyConfig(replica.URL, "admin", "system:masters"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	replicaAdmin, restart := takeLeaderDown(t, replica, cp.KillComponent)
 	// The Lease of the killed leader runs out; the replica takes it and
 	// ends both sessions.
 	waitGone(t, replicaAdmin, ns, "shop", eventSinkLeaderChangeDeadline)
@@ -199,10 +186,7 @@ func TestApprovalPolicy(t *testing.T) {
 	if now := holder(); now == leader {
 		t.Errorf("the Lease is still held by %s, the killed leader", now)
 	}
-	if err := cp.StartComponent(ctx, "clustergate"); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	time.Sleep(time.Until(down.Add(time.Minute)))
 	startReceiver(t, r)
 	r.waitEvents(t, shop, "requested.0", "approved.0.0", "approved.0.1", "opened", "revoked", "ended")

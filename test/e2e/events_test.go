@@ -324,29 +324,14 @@ func TestSessionEvents(t *testing.T) {
 	// the leader stops halfway: the extra replica takes over.
 	r.stop()
 	uid = open("second")
-	if err := cp.StopComponent("clustergate"); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	defer func() {
-		if !restarted {
-			_ = cp.StartComponent(ctx, "clustergate")
-		}
-	}()
-	replicaAdmin, err := versioned.NewForConfig(cp.FrontProxyConfig(replica.URL, "admin", "system:masters"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	replicaAdmin, restart := takeLeaderDown(t, replica, cp.StopComponent)
 	if err := replicaAdmin.ClustergateV1alpha1().Sessions(ns).Delete(ctx, "second", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The replica takes the Lease once the stopped leader released it,
 	// and cleans the session up.
 	waitGone(t, replicaAdmin, ns, "second", eventSinkLeaderChangeDeadline)
-	if err := cp.StartComponent(ctx, "clustergate"); err != nil {
-		t.Fatal(err)
-	}
-	restarted = true
+	restart()
 	startReceiver(t, r)
 	r.waitEvents(t, uid, steps...)
 
@@ -369,6 +354,34 @@ func TestSessionEvents(t *testing.T) {
 	r.mu.Unlock()
 	if third.Source() != reloadedSource {
 		t.Errorf("an event after the configuration changed has source %q, want %q", third.Source(), reloadedSource)
+	}
+}
+
+// takeLeaderDown ends clustergate's first replica, the leader, with end
+// (StopComponent, or KillComponent for a crash) so that replica takes over,
+// and returns an admin client of replica and a function that starts the
+// first replica again; if the test does not, its cleanup does.
+func takeLeaderDown(t *testing.T, replica localcluster.Replica, end func(string) error) (versioned.Interface, func()) {
+	t.Helper()
+	if err := end("clustergate"); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = cp.StartComponent(context.Background(), "clustergate")
+		}
+	})
+	replicaAdmin, err := versioned.NewForConfig(cp.FrontProxyConfig(replica.URL, "admin", "system:masters"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return replicaAdmin, func() {
+		t.Helper()
+		if err := cp.StartComponent(context.Background(), "clustergate"); err != nil {
+			t.Fatal(err)
+		}
+		restarted = true
 	}
 }
 
