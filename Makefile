@@ -96,19 +96,19 @@ test-istio:
 test-workloads: tools build
 	$(PHASE) start $@
 	cd test/tools/process-kubelet && $(GO) test -count=1 ./...
-	$(GO) test $(TAGS) -count=1 -timeout=20m -v ./test/workloads/
+	GO=$(GO) hack/go-test-v.sh $@ $(TAGS) -count=1 -timeout=20m ./test/workloads/
 	$(PHASE) end $@
 
 ## test-install: (root) the shipped HA install (artifacts/overlays/ha with the cert-manager component) applied with kubectl apply -k onto the process node: images of make images from a local registry, certificates from cert-manager's own controllers, then used through the aggregated API and sessions/proxy; and the virtual-garden layout, pods in that cluster and the API, RBAC and Gardener in a second kube-apiserver without nodes
 test-install: tools build images
 	$(PHASE) start $@
 	hack/tools/build.sh cert-manager
-	$(GO) test $(TAGS) -count=1 -timeout=30m -v ./test/install/
+	GO=$(GO) hack/go-test-v.sh $@ $(TAGS) -count=1 -timeout=30m ./test/install/
 	$(PHASE) end $@
 
 ## test-e2e: the real control plane (kube-apiserver, gardener-apiserver, etcd) with clustergate registered
 test-e2e: tools build
-	$(GO) test -count=1 -timeout=45m -v ./test/e2e/
+	GO=$(GO) hack/go-test-v.sh $@ -count=1 -timeout=45m ./test/e2e/
 
 ## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, kube-scheduler, gardener-apiserver, node, process-kubelet, prometheus and versitygw (S3)
 tools:

@@ -6,6 +6,7 @@ package localcluster
 import (
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -39,11 +40,23 @@ func newBalancer(address string) (*balancer, error) {
 // port is where the balancer listens.
 func (b *balancer) port() int { return b.ln.Addr().(*net.TCPAddr).Port }
 
-// add puts a replica, host:port, behind the balancer.
+// add puts a replica, host:port, behind the balancer, once.
 func (b *balancer) add(backend string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.backends = append(b.backends, backend)
+	if !slices.Contains(b.backends, backend) {
+		b.backends = append(b.backends, backend)
+	}
+}
+
+// remove takes a replica, host:port, from behind the balancer, as
+// kube-proxy stops routing to a pod that terminates: skipping a replica
+// that does not answer would hand its turns to the next one and skew the
+// rotation.
+func (b *balancer) remove(backend string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.backends = slices.DeleteFunc(b.backends, func(s string) bool { return s == backend })
 }
 
 // close stops listening and cuts every connection.

@@ -60,13 +60,23 @@ func TestBalancer(t *testing.T) {
 	b.add(deadAddr)
 	b.add(nameServer(t, "two"))
 
-	var got []string
-	for range 4 {
-		got = append(got, through(t, b))
+	answers := func() []string {
+		var got []string
+		for range 4 {
+			got = append(got, through(t, b))
+		}
+		return got
 	}
-	want := []string{"one\n", "two\n", "two\n", "one\n"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
+	// The dead replica's turns go to the next one.
+	if got, want := answers(), []string{"one\n", "two\n", "two\n", "one\n"}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("answers %q, want %q (each connection to the next replica that answers)", got, want)
+	}
+	// Once it is taken out (and added twice counts once), the live ones
+	// take turns evenly.
+	b.remove(deadAddr)
+	b.add(b.backends[0])
+	if got := answers(); got[0] == got[1] || got[1] == got[2] || got[2] == got[3] {
+		t.Errorf("answers %q, want the two replicas in turn", got)
 	}
 
 	b.close()

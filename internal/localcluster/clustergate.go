@@ -95,7 +95,8 @@ func (cp *ControlPlane) startClustergate(ctx context.Context) error {
 		if cp.balancer, err = newBalancer("127.0.0.1:0"); err != nil {
 			return err
 		}
-		cp.balancer.add(fmt.Sprintf("127.0.0.1:%d", cp.ports.clustergate))
+		cp.balanced = map[string]string{"clustergate": fmt.Sprintf("127.0.0.1:%d", cp.ports.clustergate)}
+		cp.balancer.add(cp.balanced["clustergate"])
 		cp.values.ClustergatePort = cp.balancer.port()
 	}
 	if err := cp.applyFixture(ctx, cp.AdminKubeconfig, "clustergate-service.yaml"); err != nil {

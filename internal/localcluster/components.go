@@ -51,6 +51,7 @@ func (cp *ControlPlane) StopComponent(name string) error {
 	if err != nil {
 		return err
 	}
+	cp.unbalance(name)
 	cp.procs[i].stop(15 * time.Second)
 	return nil
 }
@@ -67,8 +68,17 @@ func (cp *ControlPlane) KillComponent(name string) error {
 	if err != nil {
 		return err
 	}
+	cp.unbalance(name)
 	cp.procs[i].kill()
 	return nil
+}
+
+// unbalance takes the replica name, if it is one, from behind the
+// APIService's Service before it stops.
+func (cp *ControlPlane) unbalance(name string) {
+	if backend, ok := cp.balanced[name]; ok {
+		cp.balancer.remove(backend)
+	}
 }
 
 // StartComponent starts a stopped component again with the same flags and
@@ -89,6 +99,9 @@ func (cp *ControlPlane) StartComponent(ctx context.Context, name string) error {
 	// endpoints would: once the server is ready, touch the Service.
 	if err := cp.waitHTTP(ctx, url+"/readyz", cp.certs.aggregatedCA.Pool()); err != nil {
 		return err
+	}
+	if backend, ok := cp.balanced[name]; ok {
+		cp.balancer.add(backend)
 	}
 	ns, svc, _ := strings.Cut(service, "/")
 	if _, err := cp.Kubectl(ctx, cp.AdminKubeconfig, nil, "-n", ns, "annotate", "service", svc, "--overwrite",

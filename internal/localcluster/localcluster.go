@@ -84,6 +84,10 @@ type ControlPlane struct {
 	values values
 	// balancer is in front of clustergate's replicas with SharedEtcd.
 	balancer *balancer
+	// balanced is where balancer reaches each replica (host:port) by its
+	// component name, so that stopping and starting one takes it out and
+	// puts it back.
+	balanced map[string]string
 	// shootForward, the installed way, relays the process node's gateway
 	// to the shoot kube-apiserver, for the server's pods (forwardShoot).
 	shootForward *balancer

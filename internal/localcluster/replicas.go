@@ -66,7 +66,8 @@ func (cp *ControlPlane) StartReplica(ctx context.Context, name string, flags ...
 	if err := cp.waitHTTP(ctx, r.URL+"/readyz", cp.certs.aggregatedCA.Pool()); err != nil {
 		return Replica{}, err
 	}
-	cp.balancer.add(fmt.Sprintf("127.0.0.1:%d", port))
+	cp.balanced[name] = fmt.Sprintf("127.0.0.1:%d", port)
+	cp.balancer.add(cp.balanced[name])
 	return r, nil
 }
 
