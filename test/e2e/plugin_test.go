@@ -21,6 +21,9 @@ func kubectlSession(t *testing.T, kubeconfig, ns string, args ...string) (string
 	t.Helper()
 	// kubectl looks for a plugin in the arguments before the first flag.
 	cmd := exec.Command("kubectl", append(append([]string{"session"}, args...), "--kubeconfig", kubeconfig, "-n", ns)...)
+	// open --wait writes NAME.kubeconfig, with a private key, into the
+	// working directory unless told otherwise: never into the checkout.
+	cmd.Dir = t.TempDir()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
