@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -24,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clustergate/clustergate/hack/internal/command"
 	"github.com/clustergate/clustergate/internal/images"
 )
 
@@ -55,14 +55,14 @@ func run(ctx context.Context, root, output, registry, version string) error {
 	binDir := filepath.Join(output, "bin", "linux-"+info.Architecture)
 	apiserver := filepath.Join(binDir, "clustergate-apiserver")
 	step := time.Now()
-	if err := command(ctx, root, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + info.Architecture},
+	if err := command.Run(ctx, root, []string{"CGO_ENABLED=0", "GOOS=linux", "GOARCH=" + info.Architecture},
 		"go", "build", "-tags=fieldsv1string", "-trimpath", "-ldflags=-s -w", "-o", apiserver,
 		"./cmd/clustergate-apiserver"); err != nil {
 		return err
 	}
 	logf("built clustergate-apiserver in %s", time.Since(step).Round(100*time.Millisecond))
 	step = time.Now()
-	if err := command(ctx, root, nil, "hack/tools/build.sh", "etcd"); err != nil {
+	if err := command.Run(ctx, root, nil, "hack/tools/build.sh", "etcd"); err != nil {
 		return err
 	}
 	etcdDir, err := etcdBinDir(root)
@@ -143,20 +143,20 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 // etcd module's from hack/tools/etcd/go.mod.
 func buildInfo(ctx context.Context, root, version string) (images.BuildInfo, error) {
 	info := images.BuildInfo{Architecture: runtime.GOARCH, Revision: "unknown"}
-	if rev, err := output(ctx, root, "git", "rev-parse", "HEAD"); err == nil {
+	if rev, err := command.Output(ctx, root, "git", "rev-parse", "HEAD"); err == nil {
 		info.Revision = rev
 	}
 	if version == "" {
 		version = "v0.0.0-dev"
 		if len(info.Revision) >= 12 {
 			version = "v0.0.0-" + info.Revision[:12]
-			if status, err := output(ctx, root, "git", "status", "--porcelain", "--untracked-files=no"); err == nil && status != "" {
+			if status, err := command.Output(ctx, root, "git", "status", "--porcelain", "--untracked-files=no"); err == nil && status != "" {
 				version += "-dirty"
 			}
 		}
 	}
 	info.Version = version
-	etcd, err := output(ctx, filepath.Join(root, "hack", "tools", "etcd"),
+	etcd, err := command.Output(ctx, filepath.Join(root, "hack", "tools", "etcd"),
 		"go", "list", "-m", "-f", "{{.Version}}", "go.etcd.io/etcd/server/v3")
 	if err != nil {
 		return info, err
@@ -181,27 +181,4 @@ func binaries(dir string) []string {
 		all = append(all, filepath.Join(dir, name))
 	}
 	return all
-}
-
-func command(ctx context.Context, dir string, env []string, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout = os.Stdout
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
-	}
-	return nil
-}
-
-func output(ctx context.Context, dir, name string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }

@@ -6,7 +6,9 @@
 # under hack/tools/<set>/, and the project's own nodes, each its own module
 # under test/tools/<set>/: node, the stand-in kubelet, and process-kubelet,
 # the node that runs images as processes. cert-manager (its controller and
-# CA injector, and its CRDs in cert-manager-crds/) is built when asked for.
+# CA injector, and its CRDs in cert-manager-crds/), cosign (make release
+# signs with it) and krew (the release test installs the plugin with it)
+# are built when asked for.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
@@ -14,7 +16,7 @@
 # _output/bin/ holds links to the current builds.
 #
 # Usage: hack/tools/build.sh [SET...]   (default: the test tools, all sets but
-# lint, which `make verify` builds, and cert-manager)
+# lint, which `make verify` builds, cert-manager, cosign and krew)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -63,6 +65,19 @@ build_set() {
         # Its own cmd builds as is (the tool directive of go.mod); a cold
         # build takes a few minutes, most of it the AWS SDK it serves with.
         (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dest}/" github.com/versity/versitygw/cmd/versitygw)
+        ;;
+      cosign)
+        # make release signs and attests with it; the release test
+        # verifies. release-utils carries the version cosign reports.
+        local version
+        version=$(module_version cosign github.com/sigstore/cosign/v3)
+        (cd "${dir}" && CGO_ENABLED=0 go build -trimpath \
+          -ldflags "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=${version}" \
+          -o "${dest}/" github.com/sigstore/cosign/v3/cmd/cosign)
+        ;;
+      krew)
+        # The release test installs the plugin with it.
+        (cd "${dir}" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "${dest}/" sigs.k8s.io/krew/cmd/krew)
         ;;
       node | process-kubelet)
         (cd "${dir}" && go build -trimpath -ldflags "-s -w" -o "${dest}/${set}" .)

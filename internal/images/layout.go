@@ -100,10 +100,10 @@ type Pushed struct {
 	Digest    v1.Hash
 }
 
-// PushLayout pushes every image of the OCI layout at dir to a registry,
-// under the repository and tag its index names, prefixed with registry
-// (host:port, and optionally a path: "127.0.0.1:5000", "ghcr.io/acme").
-// Loopback registries are spoken to over plain HTTP; credentials come from
+// PushLayout pushes every image and image index of the OCI layout at dir
+// to a registry, under the repository and tag its index names, prefixed
+// with registry (host:port, and optionally a path: "127.0.0.1:5000",
+// "ghcr.io/acme"). Loopback registries are spoken to over plain HTTP; credentials come from
 // ~/.docker/config.json, as docker login writes them. Blobs the registry
 // holds already are not sent again.
 func PushLayout(ctx context.Context, dir, registry string) ([]Pushed, error) {
@@ -129,11 +129,24 @@ func PushLayout(ctx context.Context, dir, registry string) ([]Pushed, error) {
 		if err != nil {
 			return nil, err
 		}
-		img, err := index.Image(desc.Digest)
-		if err != nil {
-			return nil, err
+		opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+		if desc.MediaType.IsIndex() {
+			// An index: what a release's layout holds besides images,
+			// cosign's signatures and attestations of an image as OCI
+			// referrers under the tag sha256-<digest>.
+			idx, idxErr := index.ImageIndex(desc.Digest)
+			if idxErr != nil {
+				return nil, idxErr
+			}
+			err = remote.WriteIndex(tag, idx, opts...)
+		} else {
+			img, imgErr := index.Image(desc.Digest)
+			if imgErr != nil {
+				return nil, imgErr
+			}
+			err = remote.Write(tag, img, opts...)
 		}
-		if err := remote.Write(tag, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("pushing %s: %w", tag, err)
 		}
 		pushed = append(pushed, Pushed{Reference: tag, Digest: desc.Digest})

@@ -26,7 +26,7 @@ func (a *fakeAPI) runFor(timeout time.Duration, args ...string) (out, errOut str
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var o, e bytes.Buffer
-	cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &o, ErrOut: &e})
+	cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &o, ErrOut: &e})
 	cmd.SetArgs(append(args, "--kubeconfig", *a.g.flags.KubeConfig))
 	err = cmd.ExecuteContext(ctx)
 	return o.String(), e.String(), err

@@ -55,7 +55,7 @@ func TestHistory(t *testing.T) {
 	})
 	run := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+		cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
 		cmd.SetArgs(append(args, "--kubeconfig", *a.g.flags.KubeConfig))
 		err := cmd.Execute()
 		return out.String(), err

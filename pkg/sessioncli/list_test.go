@@ -219,7 +219,7 @@ look   bob     cluster/mc-1   viewer   59m   True   demo
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+			cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
 			cmd.SetArgs(append([]string{"list", "--kubeconfig", *a.g.flags.KubeConfig}, tt.args...))
 			if err := cmd.Execute(); err != nil {
 				t.Fatal(err)

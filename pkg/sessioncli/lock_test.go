@@ -120,7 +120,7 @@ func TestLockCommands(t *testing.T) {
 	run2 := func(args ...string) (string, string) {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+		cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
 		cmd.SetArgs(append(args, "--kubeconfig", *a.g.flags.KubeConfig))
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("%v: %v", args, err)

@@ -93,7 +93,7 @@ func TestOpenScope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			created, printed = nil, ""
 			var out bytes.Buffer
-			cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+			cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
 			cmd.SetArgs(append([]string{"open", "shoot/prod", "--access", "debugger", "--ttl", "1h", "-n", "demo",
 				"--kubeconfig", *a.g.flags.KubeConfig}, tt.args...))
 			err := cmd.Execute()
@@ -120,7 +120,7 @@ func TestOpenScope(t *testing.T) {
 // TestOpenHelp: the help of open says what --namespaces does.
 func TestOpenHelp(t *testing.T) {
 	var out bytes.Buffer
-	cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
 	cmd.SetArgs([]string{"open", "--help"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)

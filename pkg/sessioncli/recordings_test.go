@@ -22,7 +22,7 @@ func (a *fakeAPI) runCommand(t *testing.T, recorded map[string]string, args ...s
 	t.Helper()
 	a.recorded.Store(&recorded)
 	var o, e bytes.Buffer
-	cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &o, ErrOut: &e})
+	cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &o, ErrOut: &e})
 	cmd.SetArgs(append(args, "--kubeconfig", *a.g.flags.KubeConfig))
 	err = cmd.Execute()
 	return o.String(), e.String(), err

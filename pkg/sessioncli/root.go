@@ -24,12 +24,16 @@ type globals struct {
 	streams genericiooptions.IOStreams
 }
 
-// NewCommand returns the `kubectl session` command with its subcommands.
-func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+// NewCommand returns the `kubectl session` command with its subcommands;
+// name is what the user types after kubectl ("session", or "clustergate"
+// when krew installed it).
+func NewCommand(name string, streams genericiooptions.IOStreams) *cobra.Command {
 	g := &globals{flags: genericclioptions.NewConfigFlags(true), streams: streams}
 	cmd := &cobra.Command{
-		Use:   "kubectl session",
-		Short: "Open, list, approve, deny, extend, revoke and lock clustergate break-glass sessions, and read what they recorded",
+		Use: name,
+		// Usage lines then read "kubectl session open ...", as typed.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + name},
+		Short:       "Open, list, approve, deny, extend, revoke and lock clustergate break-glass sessions, and read what they recorded",
 		Long: `Sessions are time-limited, owner-bound sessions to a target cluster. Sessions of
 access groups that need approval wait until another user with the verb "approve"
 approves them; their expiry starts then.`,

@@ -142,7 +142,7 @@ func TestArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var out bytes.Buffer
-			cmd := NewCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+			cmd := NewCommand("session", genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
 			cmd.SetArgs(append(tt.args, "--kubeconfig", "/nonexistent"))
 			err := cmd.Execute()
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
