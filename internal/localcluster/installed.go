@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/clustergate/clustergate/internal/images"
+	"github.com/clustergate/clustergate/internal/release"
 )
 
 // The installed way (Options.Installed): clustergate runs as the pods of
@@ -67,8 +69,8 @@ type InstallOptions struct {
 	// ServerRef is the server's repository:tag, ServerDigest its digest:
 	// the overlay names it by digest, as the docs recommend.
 	ServerRef, ServerDigest string
-	// EtcdRef is etcd's repository:tag.
-	EtcdRef string
+	// EtcdRef is etcd's repository:tag, EtcdDigest its digest.
+	EtcdRef, EtcdDigest string
 	// Gardener turns on GardenerClusterKubeconfigs of the local project,
 	// as docs/operations.md ("Before applying") says: the server reaches
 	// the garden's gardener-apiserver with its ServiceAccount's token,
@@ -140,27 +142,23 @@ contexts:
 current-context: garden
 `
 
-// InstallHA applies the recommended layout as users apply it: an overlay
-// in <RepoRoot>/_output/install/overlay of artifacts/overlays/ha with the
-// cert-manager component that changes only the image references, with
-// kubectl apply -k. It returns once the Certificates are Ready, etcd has
+// InstallHA applies the recommended layout as users of a release apply
+// it: the release's manifest of the layout ha-cert-manager (overlays/ha
+// with the cert-manager component, images pinned by digest) under an
+// overlay in <RepoRoot>/_output/install/overlay with the settings of
+// InstallOptions, with kubectl apply -k. It returns once the Certificates are Ready, etcd has
 // three ready members, the Deployment is available and the APIService is
 // Available, logging when each was reached. StartCertManager first.
 func (cp *ControlPlane) InstallHA(ctx context.Context, o InstallOptions) error {
-	// Inside the checkout, so that the resources are relative paths
-	// kustomize accepts without --load-restrictor=LoadRestrictionsNone,
-	// which kubectl apply -k does not take.
 	overlay := filepath.Join(cp.opts.RepoRoot, "_output", "install", "overlay")
 	if err := os.MkdirAll(overlay, 0o755); err != nil {
 		return err
 	}
-	kustomization := `apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- ../../../artifacts/overlays/ha
-components:
-- ../../../artifacts/components/cert-manager
-` + InstalledImages(o.ServerRef, o.ServerDigest, o.EtcdRef)
+	manifest, err := cp.releasedManifest(ctx, overlay, "ha-cert-manager", o)
+	if err != nil {
+		return err
+	}
+	kustomization := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- " + manifest + "\n"
 	var patches []string
 	args := o.ServerArgs
 	if o.ExternalURL != "" {
@@ -220,7 +218,7 @@ func (cp *ControlPlane) waitInstalled(ctx context.Context, applied time.Time, st
 
 // PushedImages fills the image fields of InstallOptions from what
 // images.PushLayout pushed of make images' layout: the server by its
-// version tag (not latest) and digest, etcd by its tag.
+// version tag (not latest), etcd by its tag, and both digests.
 func PushedImages(pushed []images.Pushed) (InstallOptions, error) {
 	var o InstallOptions
 	for _, p := range pushed {
@@ -229,7 +227,7 @@ func PushedImages(pushed []images.Pushed) (InstallOptions, error) {
 		case strings.Contains(ref, "/clustergate/clustergate-apiserver:") && !strings.HasSuffix(ref, ":latest"):
 			o.ServerRef, o.ServerDigest = ref, p.Digest.String()
 		case strings.Contains(ref, "/clustergate/etcd:"):
-			o.EtcdRef = ref
+			o.EtcdRef, o.EtcdDigest = ref, p.Digest.String()
 		}
 	}
 	if o.ServerRef == "" || o.EtcdRef == "" {
@@ -238,23 +236,29 @@ func PushedImages(pushed []images.Pushed) (InstallOptions, error) {
 	return o, nil
 }
 
-// InstalledImages are the kustomize images: entries of an overlay that
-// rewrites the shipped image references to the images make images built,
-// as pushed to a registry: the server by digest, etcd by its tag.
-func InstalledImages(serverRef, serverDigest, etcdRef string) string {
+// releasedManifest renders the release's layout (internal/release, as make
+// release does) into dir as clustergate-<layout>.yaml, with the images
+// pushed by digest, and returns the file's name: what an overlay of a
+// released manifest has as its resource.
+func (cp *ControlPlane) releasedManifest(ctx context.Context, dir, layout string, o InstallOptions) (string, error) {
+	i := slices.IndexFunc(release.Layouts, func(l release.Layout) bool { return l.Name == layout })
+	if i < 0 {
+		return "", fmt.Errorf("no released layout %s", layout)
+	}
 	repo := func(ref string) string {
 		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
 			return ref[:i]
 		}
 		return ref
 	}
-	etcdTag := etcdRef[len(repo(etcdRef))+1:]
-	return fmt.Sprintf(`images:
-- name: ghcr.io/clustergate/clustergate-apiserver
-  newName: %s
-  digest: %s
-- name: ghcr.io/clustergate/etcd
-  newName: %s
-  newTag: %s
-`, repo(serverRef), serverDigest, repo(etcdRef), etcdTag)
+	rendered, err := release.RenderLayout(ctx, "kubectl", filepath.Join(cp.opts.RepoRoot, "artifacts"), filepath.Join(dir, "render"),
+		release.Layouts[i], []release.Image{
+			{Name: "ghcr.io/" + images.APIServerRepository, NewName: repo(o.ServerRef), Digest: o.ServerDigest},
+			{Name: "ghcr.io/" + images.EtcdRepository, NewName: repo(o.EtcdRef), Digest: o.EtcdDigest},
+		})
+	if err != nil {
+		return "", err
+	}
+	name := "clustergate-" + layout + ".yaml"
+	return name, os.WriteFile(filepath.Join(dir, name), rendered, 0o644)
 }

@@ -216,11 +216,23 @@ func (cp *ControlPlane) InstallVirtualGarden(ctx context.Context, o InstallOptio
 	}
 	cp.balancers = append(cp.balancers, service)
 
+	// Each half is the release's manifest of its layout under an overlay
+	// with what the docs say to set, as a landscape applies a release.
 	dir := filepath.Join(cp.opts.RepoRoot, "_output", "install", "virtual-garden")
+	var manifests [2]string
+	for i, half := range []string{"virtual", "runtime"} {
+		layout := map[string]string{"virtual": "virtual-garden", "runtime": "virtual-garden-runtime"}[half]
+		if err := os.MkdirAll(filepath.Join(dir, half), 0o755); err != nil {
+			return err
+		}
+		if manifests[i], err = cp.releasedManifest(ctx, filepath.Join(dir, half), layout, o); err != nil {
+			return err
+		}
+	}
 	virtual := `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- ../../../../artifacts/overlays/virtual-garden
+- ` + manifests[0] + `
 patches:
 - target: {kind: EndpointSlice, name: clustergate-runtime}
   patch: |-
@@ -234,11 +246,8 @@ patches:
 	runtime := `apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-- ../../../../artifacts/overlays/ha
-components:
-- ../../../../artifacts/components/cert-manager
-- ../../../../artifacts/components/virtual-garden-runtime
-` + InstalledImages(o.ServerRef, o.ServerDigest, o.EtcdRef) + `secretGenerator:
+- ` + manifests[1] + `
+secretGenerator:
 - name: clustergate-virtual-garden-kubeconfig
   namespace: clustergate-system
   files: [kubeconfig=virtual-garden.kubeconfig]

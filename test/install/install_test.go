@@ -1,9 +1,11 @@
 // Copyright The clustergate Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package install applies the shipped install as users apply it: an
-// overlay of artifacts/overlays/ha with the cert-manager component that
-// changes only the image references, with kubectl apply -k, onto a garden
+// Package install applies the shipped install as users of a release apply
+// it: the release's manifest of the highly available layout with the
+// cert-manager component (images pinned by digest, as make release renders
+// it) under an overlay with the settings the docs name, with kubectl
+// apply -k, onto a garden
 // whose process node runs the images of make images from a local registry,
 // with certificates from cert-manager's own controllers; and the
 // virtual-garden layout of a gardener-operator landscape, split between
