@@ -26,11 +26,29 @@ func (cp *ControlPlane) start(name, bin string, args ...string) error {
 			env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", memlimit.Limit(cp.opts.ClustergateMemoryLimit, memlimit.Ratio)))
 		}
 	}
-	p, err := startProcess(cp.logs, name, filepath.Join(cp.opts.BinDir, bin), env, args...)
-	if err != nil {
-		return err
+	return cp.launch(name, filepath.Join(cp.opts.BinDir, bin), env, args...)
+}
+
+// launch starts the program at path as the component name. A stopped
+// component of that name is replaced, so that StopComponent and restart
+// reach the one started last, not one that a previous test stopped; a
+// running one is an error.
+func (cp *ControlPlane) launch(name, path string, env []string, args ...string) error {
+	i, err := cp.process(name)
+	if err == nil {
+		if done, _ := cp.procs[i].exited(); !done {
+			return fmt.Errorf("%s is running", name)
+		}
 	}
-	cp.procs = append(cp.procs, p)
+	p, startErr := startProcess(cp.logs, name, path, env, args...)
+	if startErr != nil {
+		return startErr
+	}
+	if err == nil {
+		cp.procs[i] = p
+	} else {
+		cp.procs = append(cp.procs, p)
+	}
 	return nil
 }
 
@@ -244,10 +262,5 @@ func cpuTimeOf(stat string) (time.Duration, error) {
 // as a benchmark's own server, as the component name with args: CPUTime,
 // RSSKiB, StopComponent and Stop then treat it as the others.
 func (cp *ControlPlane) StartProgram(name, path string, args ...string) error {
-	p, err := startProcess(cp.logs, name, path, nil, args...)
-	if err != nil {
-		return err
-	}
-	cp.procs = append(cp.procs, p)
-	return nil
+	return cp.launch(name, path, nil, args...)
 }

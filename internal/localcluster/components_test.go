@@ -47,3 +47,33 @@ func TestCPUTimeOfSelf(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestLaunchReplacesStoppedComponent starts a component under a name a
+// stopped one had: StopComponent must then stop the new process, as when
+// two tests in turn start and stop the S3 server.
+func TestLaunchReplacesStoppedComponent(t *testing.T) {
+	cp := &ControlPlane{logs: t.TempDir()}
+	defer cp.Stop()
+	if err := cp.launch("s3", "/bin/sleep", nil, "60"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.launch("s3", "/bin/sleep", nil, "60"); err == nil {
+		t.Error("a second s3 started while the first runs")
+	}
+	if err := cp.StopComponent("s3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.launch("s3", "/bin/sleep", nil, "60"); err != nil {
+		t.Fatal(err)
+	}
+	if len(cp.procs) != 1 {
+		t.Fatalf("%d processes tracked, want the one running", len(cp.procs))
+	}
+	second := cp.procs[0]
+	if err := cp.StopComponent("s3"); err != nil {
+		t.Fatal(err)
+	}
+	if done, _ := second.exited(); !done {
+		t.Error("StopComponent left the s3 started last running")
+	}
+}

@@ -6,9 +6,12 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"time"
 )
 
@@ -199,15 +202,37 @@ type ports struct {
 }
 
 // FreePort is a port of 127.0.0.1 that was free a moment ago, for a
-// server started beside the control plane.
+// server started beside the control plane. It is drawn below Linux's
+// ephemeral range (32768–60999) and the NodePort range (30000–32767), so
+// that no outgoing connection of another component can take it before its
+// server listens: a server that listens late, such as the data plane in a
+// post-start hook, lost its port that way. A port is handed out once per
+// process.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	const low, high = 20000, 30000
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 200 {
+		port := low + rand.IntN(high-low)
+		if freePorts.handed[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		_ = l.Close()
+		freePorts.handed[port] = true
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port of 127.0.0.1 in [%d, %d)", low, high)
 }
+
+// freePorts are the ports FreePort handed out.
+var freePorts = struct {
+	sync.Mutex
+	handed map[int]bool
+}{handed: map[int]bool{}}
 
 // allocatePorts picks every port of the control plane.
 func allocatePorts() (ports, error) {

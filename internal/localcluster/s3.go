@@ -33,7 +33,8 @@ type S3Server struct {
 }
 
 // StartS3 starts the S3 server with fresh root credentials, and creates
-// the bucket. It is stopped with the control plane.
+// the bucket. It is stopped with the control plane; one server runs at a
+// time.
 func (cp *ControlPlane) StartS3(ctx context.Context, bucket string) (*S3Server, error) {
 	dir := filepath.Join(cp.opts.Dir, "s3")
 	for _, d := range []string{"data", "meta"} {
@@ -58,13 +59,11 @@ func (cp *ControlPlane) StartS3(ctx context.Context, bucket string) (*S3Server, 
 	// ps shows; the metadata goes to a sidecar directory, so that the data
 	// directory's file system need not have extended attributes.
 	env := []string{"ROOT_ACCESS_KEY_ID=" + access, "ROOT_SECRET_ACCESS_KEY=" + secretKey}
-	p, err := startProcess(cp.logs, S3ComponentName, filepath.Join(cp.opts.BinDir, "versitygw"), env,
+	if err := cp.launch(S3ComponentName, filepath.Join(cp.opts.BinDir, "versitygw"), env,
 		"--port", "127.0.0.1:"+strconv.Itoa(port), "--quiet", "--health", "/healthz",
-		"posix", "--sidecar", filepath.Join(dir, "meta"), filepath.Join(dir, "data"))
-	if err != nil {
+		"posix", "--sidecar", filepath.Join(dir, "meta"), filepath.Join(dir, "data")); err != nil {
 		return nil, err
 	}
-	cp.procs = append(cp.procs, p)
 	if err := s.waitReady(ctx); err != nil {
 		return nil, err
 	}
