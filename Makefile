@@ -16,7 +16,7 @@ export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # so that the CI log shows where a run's time goes.
 PHASE := @hack/phase.sh
 
-.PHONY: all help check build images registry codegen verify test test-unit test-images test-release test-monitoring test-istio test-workloads test-install test-e2e tools bench bench-proxy bench-kubeconfig bench-api release run clean
+.PHONY: all help check build images registry chart codegen verify test test-unit test-images test-chart test-release test-monitoring test-istio test-workloads test-install test-e2e tools bench bench-proxy bench-kubeconfig bench-api release run clean
 
 all: build
 
@@ -51,6 +51,10 @@ release:
 registry:
 	$(GO) run $(TAGS) ./hack/registry
 
+## chart: regenerate the Helm chart charts/clustergate from the kustomize layouts of artifacts/
+chart:
+	$(GO) run ./hack/chart
+
 ## codegen: regenerate deepcopy, defaults, conversion, OpenAPI, clientset, listers, informers
 codegen:
 	hack/update-codegen.sh
@@ -69,18 +73,25 @@ verify:
 	$(PHASE) end $@
 
 ## test: every test: unit, storage, integration, images, monitoring, workloads, the shipped install and end to end
-test: test-unit test-images test-release test-monitoring test-istio test-workloads test-install test-e2e
+test: test-unit test-images test-chart test-release test-monitoring test-istio test-workloads test-install test-e2e
 
 ## test-unit: unit, storage (embedded etcd) and in-process integration tests
 test-unit:
 	$(PHASE) start $@
-	$(GO) test $(TAGS) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/release -e /test/monitoring -e /test/workloads -e /test/install)
+	$(GO) test $(TAGS) -count=1 $$($(GO) list ./... | grep -v -e /test/e2e -e /test/chart -e /test/release -e /test/monitoring -e /test/workloads -e /test/install)
 	$(PHASE) end $@
 
 ## test-images: make images, then each image pushed to a registry and read back: configuration, labels, every file (no shell), static binaries that run
 test-images: images
 	$(PHASE) start $@
 	CLUSTERGATE_IMAGES=$(CURDIR)/_output/images/oci $(GO) test $(TAGS) -count=1 -run TestImagesFromRegistry ./internal/images/
+	$(PHASE) end $@
+
+## test-chart: the Helm chart rendered with helm: each combination of its layout values gives the objects of its kustomize layout, golden renderings per values file of charts/clustergate/ci, bad values refused
+test-chart:
+	$(PHASE) start $@
+	hack/tools/build.sh helm
+	$(GO) test -count=1 ./test/chart/
 	$(PHASE) end $@
 
 ## test-release: make release offline, its oci/ copied to a mirror registry, every signature and SBOM attestation verified there with cosign (a tampered image and a foreign key refused), the sums checked, the manifests pinned to the released digests, the plugin installed with krew from the manifest and archive and run

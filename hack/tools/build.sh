@@ -7,8 +7,8 @@
 # under test/tools/<set>/: node, the stand-in kubelet, and process-kubelet,
 # the node that runs images as processes. cert-manager (its controller and
 # CA injector, and its CRDs in cert-manager-crds/), cosign (make release
-# signs with it) and krew (the release test installs the plugin with it)
-# are built when asked for.
+# signs with it), helm (it packages the chart) and krew (the release test
+# installs the plugin with it) are built when asked for.
 #
 # A build lands in _output/tools/<set>-<key>/, where <key> hashes the set's
 # module files and the Go version, so a build is reused until a pin changes.
@@ -16,7 +16,7 @@
 # _output/bin/ holds links to the current builds.
 #
 # Usage: hack/tools/build.sh [SET...]   (default: the test tools, all sets but
-# lint, which `make verify` builds, cert-manager, cosign and krew)
+# lint, which `make verify` builds, cert-manager, cosign, helm and krew)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -74,6 +74,16 @@ build_set() {
         (cd "${dir}" && CGO_ENABLED=0 go build -trimpath \
           -ldflags "-s -w -X sigs.k8s.io/release-utils/version.gitVersion=${version}" \
           -o "${dest}/" github.com/sigstore/cosign/v3/cmd/cosign)
+        ;;
+      helm)
+        # make release packages and pushes the chart with it; the chart and
+        # install tests render and install it. internal/version carries the
+        # version helm reports.
+        local version
+        version=$(module_version helm helm.sh/helm/v4)
+        (cd "${dir}" && CGO_ENABLED=0 go build -trimpath \
+          -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=${version}" \
+          -o "${dest}/" helm.sh/helm/v4/cmd/helm)
         ;;
       krew)
         # The release test installs the plugin with it.
