@@ -120,10 +120,10 @@ test-workloads: tools build
 	GO=$(GO) hack/go-test-v.sh $@ $(TAGS) -count=1 -timeout=20m ./test/workloads/
 	$(PHASE) end $@
 
-## test-install: (root) the release's HA manifest (artifacts/overlays/ha with the cert-manager component, images pinned by digest as make release renders it) under an overlay applied with kubectl apply -k onto the process node: images of make images from a local registry, certificates from cert-manager's own controllers, then used through the aggregated API and sessions/proxy; and the virtual-garden layout, pods in that cluster and the API, RBAC and Gardener in a second kube-apiserver without nodes
+## test-install: (root) the release's HA manifest (artifacts/overlays/ha with the cert-manager component, images pinned by digest as make release renders it) under an overlay applied with kubectl apply -k onto the process node: images of make images from a local registry, certificates from cert-manager's own controllers, then used through the aggregated API and sessions/proxy; and the virtual-garden layout, pods in that cluster and the API, RBAC and Gardener in a second kube-apiserver without nodes; and the Helm chart published to the registry and installed from it with helm
 test-install: tools build images
 	$(PHASE) start $@
-	hack/tools/build.sh cert-manager
+	hack/tools/build.sh cert-manager helm
 	GO=$(GO) hack/go-test-v.sh $@ $(TAGS) -count=1 -timeout=30m ./test/install/
 	$(PHASE) end $@
 

@@ -11,6 +11,9 @@
 //     signatures and attestations to the OCI layout oci/;
 //   - the install manifests of every shipped layout with the images
 //     pinned by digest (manifests/);
+//   - the Helm chart generated from artifacts/ with the images pinned by
+//     digest (chart/), pushed to REGISTRY as an OCI artifact and signed
+//     by digest;
 //   - kubectl-session archives per OS/arch and the krew manifest
 //     (plugin/);
 //   - SHA256SUMS over all files, and release.json naming what was pushed.
@@ -27,6 +30,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -44,6 +48,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/clustergate/clustergate/hack/internal/command"
+	"github.com/clustergate/clustergate/internal/chart"
 	"github.com/clustergate/clustergate/internal/images"
 	"github.com/clustergate/clustergate/internal/localregistry"
 	"github.com/clustergate/clustergate/internal/release"
@@ -143,6 +148,17 @@ type manifest struct {
 	Manifests []string      `json:"manifests"`
 	Plugin    []string      `json:"plugin"`
 	Krew      string        `json:"krew"`
+	Chart     chartRelease  `json:"chart"`
+}
+
+// chartRelease is the released Helm chart: its archive under chart/, and
+// the OCI reference and digest it was pushed as.
+type chartRelease struct {
+	Archive   string `json:"archive"`
+	Reference string `json:"reference"`
+	Digest    string `json:"digest"`
+	// tag is Reference parsed.
+	tag name.Tag
 }
 
 func run(ctx context.Context, o options) error {
@@ -150,7 +166,7 @@ func run(ctx context.Context, o options) error {
 	if err := os.RemoveAll(o.output); err != nil {
 		return err
 	}
-	for _, d := range []string{"sbom", "manifests", "plugin", "work"} {
+	for _, d := range []string{"sbom", "manifests", "chart", "plugin", "work"} {
 		if err := os.MkdirAll(filepath.Join(o.output, d), 0o755); err != nil {
 			return err
 		}
@@ -170,10 +186,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	committed := time.Unix(secs, 0).UTC()
-	if err := command.Run(ctx, o.root, nil, "hack/tools/build.sh", "cosign"); err != nil {
+	if err := command.Run(ctx, o.root, nil, "hack/tools/build.sh", "cosign", "helm"); err != nil {
 		return err
 	}
-	cosign := filepath.Join(o.root, "_output", "bin", "cosign")
+	cosign, helm := filepath.Join(o.root, "_output", "bin", "cosign"), filepath.Join(o.root, "_output", "bin", "helm")
 
 	imageDir := filepath.Join(o.output, "work", "images")
 	if err := command.Run(ctx, o.root, nil, "go", "run", "-tags=fieldsv1string", "./hack/images",
@@ -228,6 +244,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	// No transparency log (--use-signing-config=false --tlog-upload=false):
+	// the key is the trust root, and the release stays offline.
+	common := []string{"--key", key, "--use-signing-config=false", "--tlog-upload=false", "--yes", "--allow-http-registry"}
 	for _, img := range imgs {
 		sbom, err := release.SBOM(release.SBOMImage{Repository: img.repository(o.registry), Version: img.tag.TagStr(),
 			Digest: img.Digest, Binaries: img.binaries, Created: committed})
@@ -239,10 +258,6 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		byDigest := img.tag.Context().Name() + "@" + img.Digest
-		// No transparency log (--use-signing-config=false
-		// --tlog-upload=false): the key is the trust root, and the
-		// release stays offline.
-		common := []string{"--key", key, "--use-signing-config=false", "--tlog-upload=false", "--yes", "--allow-http-registry"}
 		if err := command.Run(ctx, o.output, keyEnv, cosign, append(append([]string{"sign"}, common...), byDigest)...); err != nil {
 			return err
 		}
@@ -271,6 +286,14 @@ func run(ctx context.Context, o options) error {
 		m.Manifests = append(m.Manifests, file)
 	}
 	logf("rendered %d layouts into manifests/", len(m.Manifests))
+	if m.Chart, err = releaseChart(ctx, o, registry, helm, pinned); err != nil {
+		return err
+	}
+	if err := command.Run(ctx, o.output, keyEnv, cosign, append(append([]string{"sign"}, common...),
+		m.Chart.tag.Context().Name()+"@"+m.Chart.Digest)...); err != nil {
+		return err
+	}
+	logf("pushed the chart %s (%s) and signed it", m.Chart.Reference, m.Chart.Digest)
 
 	var archives []release.Archive
 	for _, p := range o.platforms {
@@ -298,10 +321,14 @@ func run(ctx context.Context, o options) error {
 	logf("plugin archives for %d platforms and the krew manifest %s", len(archives), m.Krew)
 
 	if o.registry == "" {
-		if err := export(ctx, registry, imgs, filepath.Join(o.output, "oci")); err != nil {
+		repos := []name.Repository{m.Chart.tag.Context()}
+		for _, img := range imgs {
+			repos = append(repos, img.tag.Context())
+		}
+		if err := export(ctx, registry, repos, filepath.Join(o.output, "oci")); err != nil {
 			return err
 		}
-		logf("exported the images, signatures and attestations to oci/")
+		logf("exported the images and the chart with their signatures and attestations to oci/")
 	}
 	summary, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -318,6 +345,32 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("%s in %s (%s)", o.version, o.output, time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// releaseChart publishes the chart generated from artifacts/ with the
+// version and the pushed images pinned into chart/ and registry.
+func releaseChart(ctx context.Context, o options, registry, helm string, pinned []release.Image) (chartRelease, error) {
+	p, err := chart.Publish(ctx, helm, "kubectl", filepath.Join(o.root, "artifacts"), filepath.Join(o.output, "chart"),
+		filepath.Join(o.output, "work", "chart"), registry, loopback(registry), chart.Options{Version: o.version, Images: pinned})
+	if err != nil {
+		return chartRelease{}, err
+	}
+	archive, err := filepath.Rel(o.output, p.Archive)
+	if err != nil {
+		return chartRelease{}, err
+	}
+	return chartRelease{Archive: archive, Reference: p.Tag.String(), Digest: p.Digest, tag: p.Tag}, nil
+}
+
+// loopback tells a registry on this machine, which serves plain HTTP as
+// the release's own and make registry's do, from one a landscape runs.
+func loopback(registry string) bool {
+	host, _, _ := strings.Cut(registry, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 // signingKey is the cosign key pair the release signs with, and what
@@ -345,16 +398,15 @@ func signingKey(ctx context.Context, o options, cosign string) (key, pub string,
 	return prefix + ".key", pub, env, nil
 }
 
-// export copies every tag of the release's repositories (the images, and
-// cosign's sha256-<digest>.sig and .att) from registry into an OCI layout
-// at dir, which a landscape copies to its own registry.
-func export(ctx context.Context, registry string, imgs []pushedImage, dir string) error {
+// export copies every tag of the release's repositories (the images, the
+// chart, and cosign's sha256-<digest>.sig and .att) from registry into an
+// OCI layout at dir, which a landscape copies to its own registry.
+func export(ctx context.Context, registry string, repos []name.Repository, dir string) error {
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
 	}
-	for _, img := range imgs {
-		repo := img.tag.Context()
+	for _, repo := range repos {
 		tags, err := remote.List(repo, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
 		if err != nil {
 			return err

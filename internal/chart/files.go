@@ -51,6 +51,13 @@ image:
 resources:
 %s
 
+# extraArgs are further flags of the server (docs/operations.md, "Flags"),
+# for example --gardener-kubeconfig, --gardener-project or --external-url;
+# extraVolumes and extraVolumeMounts add the Secrets they name.
+extraArgs: []
+extraVolumes: []
+extraVolumeMounts: []
+
 # highAvailability.enabled: the highly available layout (overlays/ha):
 # replicas servers with a rolling update and anti-affinity on a 3-member
 # etcd with TLS and snapshots. Off, one server keeps its objects in its
@@ -132,6 +139,9 @@ const valuesSchema = `{
     "global": {"type": "object"},
     "image": {"$ref": "#/definitions/image"},
     "resources": {"$ref": "#/definitions/resources"},
+    "extraArgs": {"type": "array", "items": {"type": "string", "pattern": "^--"}},
+    "extraVolumes": {"type": "array", "items": {"type": "object", "required": ["name"]}},
+    "extraVolumeMounts": {"type": "array", "items": {"type": "object", "required": ["name", "mountPath"]}},
     "highAvailability": {
       "type": "object",
       "additionalProperties": false,

@@ -194,8 +194,17 @@ func Generate(ctx context.Context, kubectl, artifacts, dir string, o Options) er
 		}
 		files["templates/"+strings.ToLower(kind)+".yaml"] = b.String()
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	// Everything but ci/, the golden tests' values files, is generated.
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
 		return err
+	}
+	for _, e := range entries {
+		if e.Name() != "ci" {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		path := filepath.Join(dir, name)

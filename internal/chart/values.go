@@ -25,7 +25,8 @@ const (
 // Placeholders templatize leaves in a rendering, each replaced by a
 // template when the rendering is written: a value printed as is
 // (__CG_VALUE_path__), a block of YAML (key: __CG_BLOCK_path__), a key
-// left out while its value is empty (key: __CG_OPTIONAL_path__), an image
+// left out while its value is empty (key: __CG_OPTIONAL_path__), items
+// appended to a list (- __CG_LIST_path__), an image
 // (__CG_IMAGE_path__) and a helper of _helpers.tpl (__CG_INCLUDE_name__).
 var placeholders = []struct {
 	pattern *regexp.Regexp
@@ -38,6 +39,9 @@ var placeholders = []struct {
 	}},
 	{regexp.MustCompile(`(?m)^( *)([A-Za-z]+): __CG_BLOCK_([A-Za-z.]+)__\n`), func(m []string) string {
 		return fmt.Sprintf("%s%s: {{- toYaml $.Values.%s | nindent %d }}\n", m[1], m[2], m[3], len(m[1])+2)
+	}},
+	{regexp.MustCompile(`(?m)^( *)- __CG_LIST_([A-Za-z.]+)__\n`), func(m []string) string {
+		return fmt.Sprintf("{{- with $.Values.%s }}\n{{- toYaml . | nindent %d }}\n{{- end }}\n", m[2], len(m[1]))
 	}},
 	{regexp.MustCompile(`__CG_IMAGE_([A-Za-z.]+)__`), func(m []string) string {
 		return `{{ include "clustergate.image" (list $ $.Values.` + m[1] + `) }}`
@@ -141,10 +145,18 @@ func (vs *values) podSpec(obj map[string]any, name string, path ...string) error
 			}
 			c["resources"] = p
 		}
+		// What an overlay patches into the server: its flags
+		// (docs/operations.md, "Flags") and the Secrets they name.
+		if name == "clustergate" && c["name"] == "clustergate" {
+			c["args"] = append(c["args"].([]any), "__CG_LIST_extraArgs__")
+			c["volumeMounts"] = append(c["volumeMounts"].([]any), "__CG_LIST_extraVolumeMounts__")
+			spec["volumes"] = append(spec["volumes"].([]any), "__CG_LIST_extraVolumes__")
+		}
 	}
 	volumes, _ := spec["volumes"].([]any)
 	for _, vol := range volumes {
-		secret, _ := vol.(map[string]any)["secret"].(map[string]any)
+		v, _ := vol.(map[string]any) // or the placeholder of extraVolumes
+		secret, _ := v["secret"].(map[string]any)
 		if secret != nil && secret["secretName"] == servingSecret {
 			secret["secretName"] = "__CG_INCLUDE_servingSecret__"
 		}

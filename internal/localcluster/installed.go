@@ -236,6 +236,21 @@ func PushedImages(pushed []images.Pushed) (InstallOptions, error) {
 	return o, nil
 }
 
+// Pinned are the pushed images as a release pins them in place of the
+// artifacts' references.
+func (o InstallOptions) Pinned() []release.Image {
+	repo := func(ref string) string {
+		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+			return ref[:i]
+		}
+		return ref
+	}
+	return []release.Image{
+		{Name: "ghcr.io/" + images.APIServerRepository, NewName: repo(o.ServerRef), Digest: o.ServerDigest},
+		{Name: "ghcr.io/" + images.EtcdRepository, NewName: repo(o.EtcdRef), Digest: o.EtcdDigest},
+	}
+}
+
 // releasedManifest renders the release's layout (internal/release, as make
 // release does) into dir as clustergate-<layout>.yaml, with the images
 // pushed by digest, and returns the file's name: what an overlay of a
@@ -245,17 +260,8 @@ func (cp *ControlPlane) releasedManifest(ctx context.Context, dir, layout string
 	if i < 0 {
 		return "", fmt.Errorf("no released layout %s", layout)
 	}
-	repo := func(ref string) string {
-		if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-			return ref[:i]
-		}
-		return ref
-	}
 	rendered, err := release.RenderLayout(ctx, "kubectl", filepath.Join(cp.opts.RepoRoot, "artifacts"), filepath.Join(dir, "render"),
-		release.Layouts[i], []release.Image{
-			{Name: "ghcr.io/" + images.APIServerRepository, NewName: repo(o.ServerRef), Digest: o.ServerDigest},
-			{Name: "ghcr.io/" + images.EtcdRepository, NewName: repo(o.EtcdRef), Digest: o.EtcdDigest},
-		})
+		release.Layouts[i], o.Pinned())
 	if err != nil {
 		return "", err
 	}

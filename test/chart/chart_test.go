@@ -220,6 +220,12 @@ func TestValuesTakeEffect(t *testing.T) {
 		{"priority class of etcd", field(ops, etcd, "spec", "template", "spec", "priorityClassName"), "system-cluster-critical"},
 		{"priority class of a snapshot job", field(ops, "CronJob/landscape-system/clustergate-etcd-snapshot-00",
 			"spec", "jobTemplate", "spec", "template", "spec", "priorityClassName"), "system-cluster-critical"},
+		{"extra flags after the layout's", lastOf(container(ops, server, "spec", "template", "spec")["args"], 2),
+			[]any{"--gardener-kubeconfig=/etc/clustergate/gardener/kubeconfig", "--gardener-project=ops"}},
+		{"extra volume", lastOf(field(ops, server, "spec", "template", "spec", "volumes"), 1),
+			[]any{map[string]any{"name": "gardener-kubeconfig", "secret": map[string]any{"secretName": "gardener-kubeconfig"}}}},
+		{"extra volume mount", lastOf(container(ops, server, "spec", "template", "spec")["volumeMounts"], 1),
+			[]any{map[string]any{"name": "gardener-kubeconfig", "mountPath": "/etc/clustergate/gardener", "readOnly": true}}},
 		{"no PodDisruptionBudget", ops["PodDisruptionBudget/landscape-system/clustergate"] == nil, true},
 		{"ServiceMonitor", ops["ServiceMonitor/landscape-system/clustergate"] != nil, true},
 		{"etcd's claims in the storage class", field(ops, etcd, "spec", "volumeClaimTemplates").([]any)[0].(map[string]any)["spec"].(map[string]any)["storageClassName"], "fast-ssd"},
@@ -238,6 +244,15 @@ func TestValuesTakeEffect(t *testing.T) {
 	}
 }
 
+// lastOf is the last n items of a list, nil if it is none or shorter.
+func lastOf(list any, n int) []any {
+	l, _ := list.([]any)
+	if len(l) < n {
+		return nil
+	}
+	return l[len(l)-n:]
+}
+
 // TestValuesRefused: values the chart cannot honour fail before
 // anything is rendered, saying which value and why.
 func TestValuesRefused(t *testing.T) {
@@ -249,6 +264,7 @@ func TestValuesRefused(t *testing.T) {
 		{"a misspelt value", []string{"highAvailabilty.enabled=true"}, "additional properties 'highAvailabilty' not allowed"},
 		{"an unknown certificate source", []string{"tls.source=vault"}, "at '/tls/source'"},
 		{"one replica called highly available", []string{"highAvailability.replicas=1"}, "at '/highAvailability/replicas'"},
+		{"a flag without its dashes", []string{"extraArgs={gardener-project=ops}"}, "at '/extraArgs/0'"},
 		{"a digest that is none", []string{"image.digest=latest"}, "at '/image/digest'"},
 		{"a Secret without its CA", []string{"tls.source=secret"},
 			"tls.source is secret: set tls.caBundle to the PEM of the CA that issued the serving certificate, or create the Secret landscape-system/clustergate-serving-cert with ca.crt before installing"},

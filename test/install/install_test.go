@@ -9,7 +9,9 @@
 // whose process node runs the images of make images from a local registry,
 // with certificates from cert-manager's own controllers; and the
 // virtual-garden layout of a gardener-operator landscape, split between
-// that garden as the runtime cluster and a virtual garden without nodes.
+// that garden as the runtime cluster and a virtual garden without nodes;
+// and the Helm chart, published to a registry and installed from it with
+// helm.
 package install
 
 import (

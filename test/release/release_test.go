@@ -6,7 +6,8 @@
 // layout to a registry as a mirror would, verifies every image's signature
 // and SBOM attestation there with cosign (and sees a tampered image and a
 // foreign key refused), checks the SHA-256 sums and that the rendered
-// manifests pin exactly the released digests, and installs the kubectl
+// manifests and the Helm chart (verified there too, and rendered from it
+// with helm) pin exactly the released digests, and installs the kubectl
 // plugin with krew from the krew manifest and the local archive and runs it.
 package release
 
@@ -51,6 +52,9 @@ type released struct {
 	Manifests []string        `json:"manifests"`
 	Plugin    []string        `json:"plugin"`
 	Krew      string          `json:"krew"`
+	Chart     struct {
+		Archive, Reference, Digest string
+	} `json:"chart"`
 }
 
 // repoRoot is the checkout this package is in.
@@ -77,10 +81,11 @@ func TestRelease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	root := repoRoot(t)
-	if out, err := run(ctx, root, nil, "hack/tools/build.sh", "cosign", "krew"); err != nil {
-		t.Fatalf("building cosign and krew: %v\n%s", err, out)
+	if out, err := run(ctx, root, nil, "hack/tools/build.sh", "cosign", "krew", "helm"); err != nil {
+		t.Fatalf("building cosign, krew and helm: %v\n%s", err, out)
 	}
-	cosign, krew := filepath.Join(root, "_output", "bin", "cosign"), filepath.Join(root, "_output", "bin", "krew")
+	bin := filepath.Join(root, "_output", "bin")
+	cosign, krew, helm := filepath.Join(bin, "cosign"), filepath.Join(bin, "krew"), filepath.Join(bin, "helm")
 	work := t.TempDir()
 
 	// The landscape's own key, with a password, as SIGNING_KEY.
@@ -111,7 +116,7 @@ func TestRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range append(append(append([]string{rel.Krew, rel.PublicKey, "release.json"}, rel.Manifests...), rel.Plugin...), "oci/index.json") {
+		for _, f := range append(append(append([]string{rel.Krew, rel.PublicKey, "release.json", rel.Chart.Archive}, rel.Manifests...), rel.Plugin...), "oci/index.json") {
 			if !strings.Contains(string(sums), "  "+f+"\n") {
 				t.Errorf("SHA256SUMS lacks %s", f)
 			}
@@ -226,6 +231,43 @@ func TestRelease(t *testing.T) {
 		}
 		if len(rel.Manifests) != len(release.Layouts) {
 			t.Errorf("manifests %v, want one per layout (%d)", rel.Manifests, len(release.Layouts))
+		}
+	})
+
+	t.Run("the chart is signed and pins the released digests", func(t *testing.T) {
+		chartVersion := strings.TrimPrefix(version, "v")
+		if rel.Chart.Archive != "chart/clustergate-"+chartVersion+".tgz" || !strings.HasSuffix(rel.Chart.Reference, "/clustergate/charts/clustergate:"+chartVersion) {
+			t.Fatalf("release.json's chart: %+v", rel.Chart)
+		}
+		repo := mirror.Host + "/clustergate/charts/clustergate"
+		if out, err := verify("verify", "--key", pub, repo+"@"+rel.Chart.Digest); err != nil {
+			t.Fatalf("cosign verify of the chart: %v\n%s", err, out)
+		}
+		if out, err := verify("verify", "--key", filepath.Join(work, "other.pub"), repo+"@"+rel.Chart.Digest); err == nil {
+			t.Errorf("cosign verify of the chart with a key that did not sign passed:\n%s", out)
+		}
+		// As a landscape installs it: from its mirror, by the version.
+		env := []string{"HELM_CACHE_HOME=" + filepath.Join(work, "helm"), "HELM_CONFIG_HOME=" + filepath.Join(work, "helm"), "HELM_DATA_HOME=" + filepath.Join(work, "helm")}
+		rendered, err := run(ctx, work, env, helm, "template", "clustergate", "oci://"+repo, "--version", chartVersion, "--plain-http",
+			"--namespace", "clustergate-system")
+		if err != nil {
+			t.Fatalf("helm template from the mirror: %v\n%s", err, rendered)
+		}
+		if !strings.Contains(rendered, "Digest: "+rel.Chart.Digest) {
+			t.Errorf("helm pulled another digest than the released %s:\n%.300s", rel.Chart.Digest, rendered)
+		}
+		digests := map[string]string{}
+		for _, img := range rel.Images {
+			digests[img.Artifact] = img.Digest
+		}
+		matches := regexp.MustCompile(`(?m)^\s*image:\s*(\S+)$`).FindAllStringSubmatch(rendered, -1)
+		if len(matches) < 2 {
+			t.Fatalf("the chart renders %d images", len(matches))
+		}
+		for _, match := range matches {
+			if repo, digest, ok := strings.Cut(match[1], "@"); !ok || digests[repo] != digest {
+				t.Errorf("the chart names image %s, want one of %v by digest", match[1], digests)
+			}
 		}
 	})
 
