@@ -43,7 +43,7 @@ build:
 images:
 	$(GO) run $(TAGS) ./hack/images
 
-## release: VERSION=vX.Y.Z into _output/release/: images pushed to REGISTRY (else exported to oci/) and signed by digest with cosign (SIGNING_KEY, else a throwaway pair) with SPDX SBOM attestations, manifests per layout pinned by digest, kubectl-session archives with SHA-256 sums and the krew manifest
+## release: VERSION=vX.Y.Z into _output/release/: images pushed to REGISTRY (else exported to oci/) and signed by digest with cosign (SIGNING_KEY, else a throwaway pair) with SPDX SBOM attestations, manifests per layout pinned by digest, kubectl-session archives with SHA-256 sums and the krew manifest, the Helm chart pushed and signed, the OCM component descriptor
 release:
 	$(GO) run $(TAGS) ./hack/release -version "$(VERSION)"
 

@@ -16,6 +16,8 @@
 //     by digest;
 //   - kubectl-session archives per OS/arch and the krew manifest
 //     (plugin/);
+//   - the OCM component descriptor (component-descriptor.yaml) naming
+//     the images, the chart, the manifests and the archives by digest;
 //   - SHA256SUMS over all files, and release.json naming what was pushed.
 //
 // Signing uses SIGNING_KEY (a cosign private key; COSIGN_PASSWORD unlocks
@@ -149,6 +151,8 @@ type manifest struct {
 	Plugin    []string      `json:"plugin"`
 	Krew      string        `json:"krew"`
 	Chart     chartRelease  `json:"chart"`
+	// ComponentDescriptor is the OCM component descriptor's file.
+	ComponentDescriptor string `json:"componentDescriptor"`
 }
 
 // chartRelease is the released Helm chart: its archive under chart/, and
@@ -320,6 +324,11 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("plugin archives for %d platforms and the krew manifest %s", len(archives), m.Krew)
 
+	if m.ComponentDescriptor, err = writeDescriptor(o, revision, committed, m, imgs, archives); err != nil {
+		return err
+	}
+	logf("the OCM component descriptor %s", m.ComponentDescriptor)
+
 	if o.registry == "" {
 		repos := []name.Repository{m.Chart.tag.Context()}
 		for _, img := range imgs {
@@ -360,6 +369,61 @@ func releaseChart(ctx context.Context, o options, registry, helm string, pinned 
 		return chartRelease{}, err
 	}
 	return chartRelease{Archive: archive, Reference: p.Tag.String(), Digest: p.Digest, tag: p.Tag}, nil
+}
+
+// writeDescriptor writes the OCM component descriptor of the release:
+// the images and the chart by the reference and digest a landscape pulls
+// them with (where artifacts/ names them when the release pushed to a
+// registry of its own), the manifests and plugin archives by the URL
+// they are downloaded from and their SHA-256.
+func writeDescriptor(o options, revision string, committed time.Time, m manifest, imgs []pushedImage, archives []release.Archive) (string, error) {
+	var resources []release.Artifact
+	for _, img := range imgs {
+		relation := "external" // etcd: shipped, not built here
+		if strings.HasSuffix(img.Artifact, "/clustergate-apiserver") {
+			relation = "local"
+		}
+		resources = append(resources, release.Artifact{Name: filepath.Base(img.Artifact), Version: img.tag.TagStr(), Type: "ociImage",
+			Relation: relation, Access: release.Access{Type: "ociArtifact",
+				ImageReference: img.repository(o.registry) + ":" + img.tag.TagStr() + "@" + img.Digest},
+			Digest: release.OCIDigest(img.Digest)})
+	}
+	chartRepo := m.Chart.tag.Context().Name()
+	if o.registry == "" {
+		chartRepo = "ghcr.io/" + chart.Repository + "/clustergate"
+	}
+	resources = append(resources, release.Artifact{Name: "chart", Version: o.version, Type: "helmChart", Relation: "local",
+		Access: release.Access{Type: "ociArtifact", ImageReference: chartRepo + ":" + m.Chart.tag.TagStr() + "@" + m.Chart.Digest},
+		Digest: release.OCIDigest(m.Chart.Digest)})
+	download := func(name, file, kind string, identity map[string]string) error {
+		sum, err := release.FileSHA256(filepath.Join(o.output, file))
+		if err != nil {
+			return err
+		}
+		resources = append(resources, release.Artifact{Name: name, ExtraIdentity: identity, Version: o.version, Type: "blob", Relation: "local",
+			Access: release.Access{Type: "http", URL: o.downloadURL + "/" + filepath.Base(file), MediaType: kind}, Digest: release.BlobDigest(sum)})
+		return nil
+	}
+	for i, file := range m.Manifests {
+		if err := download("manifest", file, "application/x-yaml", map[string]string{"layout": release.Layouts[i].Name}); err != nil {
+			return "", err
+		}
+	}
+	for _, a := range archives {
+		kind := "application/gzip"
+		if strings.HasSuffix(a.Name, ".zip") {
+			kind = "application/zip"
+		}
+		if err := download("kubectl-session", filepath.Join("plugin", a.Name), kind,
+			map[string]string{"os": a.Platform.OS, "architecture": a.Platform.Arch}); err != nil {
+			return "", err
+		}
+	}
+	out, err := release.DescriptorFor(o.version, revision, committed, o.registry, resources).Marshal()
+	if err != nil {
+		return "", err
+	}
+	return "component-descriptor.yaml", os.WriteFile(filepath.Join(o.output, "component-descriptor.yaml"), out, 0o644)
 }
 
 // loopback tells a registry on this machine, which serves plain HTTP as

@@ -27,10 +27,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"sigs.k8s.io/yaml"
 
 	"github.com/clustergate/clustergate/internal/images"
 	"github.com/clustergate/clustergate/internal/localregistry"
@@ -55,6 +57,7 @@ type released struct {
 	Chart     struct {
 		Archive, Reference, Digest string
 	} `json:"chart"`
+	ComponentDescriptor string `json:"componentDescriptor"`
 }
 
 // repoRoot is the checkout this package is in.
@@ -116,7 +119,7 @@ func TestRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, f := range append(append(append([]string{rel.Krew, rel.PublicKey, "release.json", rel.Chart.Archive}, rel.Manifests...), rel.Plugin...), "oci/index.json") {
+		for _, f := range append(append(append([]string{rel.Krew, rel.PublicKey, "release.json", rel.Chart.Archive, rel.ComponentDescriptor}, rel.Manifests...), rel.Plugin...), "oci/index.json") {
 			if !strings.Contains(string(sums), "  "+f+"\n") {
 				t.Errorf("SHA256SUMS lacks %s", f)
 			}
@@ -268,6 +271,56 @@ func TestRelease(t *testing.T) {
 			if repo, digest, ok := strings.Cut(match[1], "@"); !ok || digests[repo] != digest {
 				t.Errorf("the chart names image %s, want one of %v by digest", match[1], digests)
 			}
+		}
+	})
+
+	t.Run("the OCM component descriptor names every artifact by its digest", func(t *testing.T) {
+		raw, err := os.ReadFile(filepath.Join(output, rel.ComponentDescriptor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d release.ComponentDescriptor
+		if err := yaml.UnmarshalStrict(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		if errs := d.Validate(); len(errs) > 0 {
+			t.Fatalf("the descriptor breaks the v2 schema's rules: %v", errs)
+		}
+		if d.Component.Name != release.ComponentName || d.Component.Version != version {
+			t.Errorf("component %s %s", d.Component.Name, d.Component.Version)
+		}
+		// What each resource must be, by its digest.
+		want := map[string]string{"chart": strings.TrimPrefix(rel.Chart.Digest, "sha256:")}
+		for _, img := range rel.Images {
+			want[filepath.Base(img.Artifact)] = strings.TrimPrefix(img.Digest, "sha256:")
+		}
+		for i, m := range rel.Manifests {
+			sum, err := release.FileSHA256(filepath.Join(output, m))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want["manifest "+release.Layouts[i].Name] = sum
+		}
+		for _, a := range rel.Plugin {
+			sum, err := release.FileSHA256(filepath.Join(output, a))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want["kubectl-session "+platform] = sum
+		}
+		got := map[string]string{}
+		for _, r := range d.Component.Resources {
+			key := r.Name
+			switch r.Name {
+			case "manifest":
+				key += " " + r.ExtraIdentity["layout"]
+			case "kubectl-session":
+				key += " " + r.ExtraIdentity["os"] + "/" + r.ExtraIdentity["architecture"]
+			}
+			got[key] = r.Digest.Value
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the descriptor's digests differ from the release's (-release +descriptor):\n%s", diff)
 		}
 	})
 
