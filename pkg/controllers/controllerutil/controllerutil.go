@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package controllerutil holds what clustergate's controllers share when
-// they write: conditions for server-side apply, NotFound as success, and the
+// they write: conditions merged into a status, NotFound as success, and the
 // encoding of their core clients.
 package controllerutil
 
@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -71,20 +70,14 @@ func Protobuf(cfg *rest.Config) *rest.Config {
 	return cfg
 }
 
-// ApplyConditions merges updates into existing conditions and returns the
-// result as apply configurations. A condition keeps its transition time
-// while its status stays the same.
-func ApplyConditions(existing []metav1.Condition, updates ...metav1.Condition) []*metav1ac.ConditionApplyConfiguration {
+// SetConditions merges updates into a copy of existing conditions. A
+// condition keeps its transition time while its status stays the same.
+func SetConditions(existing []metav1.Condition, updates ...metav1.Condition) []metav1.Condition {
 	merged := append([]metav1.Condition(nil), existing...)
 	for _, u := range updates {
 		meta.SetStatusCondition(&merged, u)
 	}
-	out := make([]*metav1ac.ConditionApplyConfiguration, 0, len(merged))
-	for _, c := range merged {
-		out = append(out, metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).
-			WithMessage(c.Message).WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
-	}
-	return out
+	return merged
 }
 
 // IgnoreNotFound returns nil for a NotFound error: deleting what is gone,

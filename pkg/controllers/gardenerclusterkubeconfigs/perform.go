@@ -18,7 +18,6 @@ import (
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/controllerutil"
 	"github.com/clustergate/clustergate/pkg/gardener"
-	applyv1alpha1 "github.com/clustergate/clustergate/pkg/generated/applyconfiguration/clustergate/v1alpha1"
 )
 
 // perform carries out one action: at most one write, of the object, its
@@ -143,23 +142,21 @@ func (c *Controller) writeKubeconfig(ctx context.Context, o Observed, a Action) 
 	return nil
 }
 
-// applyStatus writes the status with server-side apply.
+// applyStatus writes the status onto the observed object: an update of
+// the cached copy rather than server-side apply, as the session
+// controller's (which says why).
 func (c *Controller) applyStatus(ctx context.Context, obj *v1alpha1.GardenerClusterKubeconfig, s *Status) error {
 	conditionStatus := metav1.ConditionFalse
 	if s.State == v1alpha1.KubeconfigStateReady {
 		conditionStatus = metav1.ConditionTrue
 	}
-	status := applyv1alpha1.GardenerClusterKubeconfigStatus().WithState(s.State).WithObservedGeneration(s.ObservedGeneration).
-		WithConditions(controllerutil.ApplyConditions(obj.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady, Status: conditionStatus,
-			Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})...)
-	if s.LastSyncTime != nil {
-		status.WithLastSyncTime(*s.LastSyncTime)
-	}
-	if s.ExpirationTime != nil {
-		status.WithExpirationTime(*s.ExpirationTime)
-	}
-	_, err := c.client.ClustergateV1alpha1().GardenerClusterKubeconfigs(obj.Namespace).ApplyStatus(ctx,
-		applyv1alpha1.GardenerClusterKubeconfig(obj.Name, obj.Namespace).WithStatus(status),
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	updated := obj.DeepCopy()
+	updated.Status.State = s.State
+	updated.Status.ObservedGeneration = s.ObservedGeneration
+	updated.Status.Conditions = controllerutil.SetConditions(obj.Status.Conditions, metav1.Condition{Type: v1alpha1.KubeconfigConditionReady,
+		Status: conditionStatus, Reason: s.Reason, Message: s.Message, ObservedGeneration: s.ObservedGeneration})
+	updated.Status.LastSyncTime, updated.Status.ExpirationTime = s.LastSyncTime, s.ExpirationTime
+	_, err := c.client.ClustergateV1alpha1().GardenerClusterKubeconfigs(obj.Namespace).UpdateStatus(ctx, updated,
+		metav1.UpdateOptions{FieldManager: FieldManager})
 	return err
 }

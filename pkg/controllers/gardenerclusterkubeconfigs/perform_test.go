@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -85,7 +84,7 @@ func TestPerform(t *testing.T) {
 			action: Action{Type: SyncSecretMetadata}, want: []string{"patch secrets"}},
 		{name: "write the status", obj: object(), secret: secret(),
 			action: Action{Type: UpdateStatus, Status: &Status{State: v1alpha1.KubeconfigStateReady, Reason: v1alpha1.KubeconfigReasonCreated}},
-			want:   []string{"patch gardenerclusterkubeconfigs/status"}},
+			want:   []string{"update gardenerclusterkubeconfigs/status"}},
 		{name: "release a deleted object", obj: object(ready),
 			action: Action{Type: RemoveFinalizer}, want: []string{"update gardenerclusterkubeconfigs"}},
 		{name: "nothing to do", obj: object(ready), secret: secret(), action: Action{Type: None}},
@@ -93,11 +92,6 @@ func TestPerform(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := fake.NewClientset(tt.obj)
-			// The fake has no schema for server-side apply; the patch is
-			// what this test checks, not how it merges.
-			client.PrependReactor("patch", "gardenerclusterkubeconfigs", func(clienttesting.Action) (bool, runtime.Object, error) {
-				return true, tt.obj, nil
-			})
 			objs := []runtime.Object{}
 			if tt.secret != nil {
 				objs = append(objs, tt.secret)

@@ -72,7 +72,7 @@ func TestPerform(t *testing.T) {
 			action: Action{Type: ApplyPolicy}, want: []string{"patch authorizationpolicies"}},
 		{name: "write the status", session: session(), credentials: minted,
 			action: Action{Type: UpdateStatus, Conditions: conditions(credsMinted, policyApplied, sessionReady)},
-			want:   []string{"patch sessions/status"}},
+			want:   []string{"update sessions/status"}},
 		{name: "deleted: credentials", session: session(deleted), credentials: minted,
 			action: Action{Type: DeleteCredentials}, want: []string{"delete secrets"}},
 		{name: "deleted: the CSR on the target", session: session(deleted, clusterTarget),
@@ -120,9 +120,8 @@ func newPerformFixture(t *testing.T, s *v1alpha1.Session, credentials *corev1.Se
 	if csr != nil {
 		f.targetKube = kubefake.NewClientset(csr)
 	}
-	// The fakes have no schema for server-side apply; the patch is what
+	// The fake has no schema for server-side apply; the patch is what
 	// these tests check, not how it merges.
-	f.client.PrependReactor("patch", "sessions", func(clienttesting.Action) (bool, runtime.Object, error) { return true, s, nil })
 	f.istio.PrependReactor("patch", "authorizationpolicies", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
 	var core []runtime.Object
 	if credentials != nil {
