@@ -62,11 +62,21 @@ func TestInstallHelmChart(t *testing.T) {
 		return string(out)
 	}
 
+	// A landscape's values: one replica, and the flags that let
+	// sessions/<name>/kubeconfig say where the garden is (as InstallHA's
+	// overlay patches them in).
+	values := filepath.Join(work, "values.yaml")
+	if err := os.WriteFile(values, []byte(`highAvailability:
+  enabled: false
+extraArgs:
+- --external-url=`+cp.GardenURL+`
+- --external-ca-file=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	out := helm("install", "clustergate", "oci://"+registry+"/"+chart.Repository+"/clustergate", "--version", strings.TrimPrefix(chartVersion, "v"),
-		"--plain-http", "--namespace", ns, "--create-namespace",
-		"--set", "highAvailability.enabled=false", "--set", "extraArgs={--session-min-ttl=10s}",
-		"--wait", "--timeout", "5m")
+		"--plain-http", "--namespace", ns, "--create-namespace", "--values", values, "--wait", "--timeout", "5m")
 	if !strings.Contains(out, "Digest: "+published.Digest) {
 		t.Errorf("helm installed another digest than the published %s:\n%s", published.Digest, out)
 	}
@@ -85,8 +95,10 @@ func TestInstallHelmChart(t *testing.T) {
 	helm("uninstall", "clustergate", "--namespace", ns, "--wait", "--timeout", "3m")
 	k.run("wait", "--for=delete", "apiservice/v1alpha1.clustergate.dev", "--timeout=60s")
 	k.run("-n", ns, "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name=clustergate", "--timeout=3m")
-	if left := k.run("get", "clusterroles", "-o", "name"); strings.Contains(left, "clustergate:") {
-		t.Errorf("helm uninstall left cluster roles: %s", left)
+	for _, role := range []string{"clustergate:server", "clustergate:session-user"} {
+		if out := k.try("get", "clusterrole", role); !strings.Contains(out, "NotFound") {
+			t.Errorf("helm uninstall left the ClusterRole %s: %s", role, out)
+		}
 	}
 	// The objects outlive the release: the data's claim stays.
 	k.run("-n", ns, "get", "pvc", "clustergate-data")
