@@ -4,7 +4,6 @@
 package install
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,13 +26,8 @@ const chartVersion = "v0.0.0-install"
 // helm uninstall then removes what it installed but the data's claim.
 func TestInstallHelmChart(t *testing.T) {
 	cp, install := startGarden(t, "helm", false)
-	ctx := context.Background()
-	k := &kube{t: t, ctx: ctx, cp: cp}
-	t.Cleanup(func() {
-		if t.Failed() && !k.dumped {
-			k.dump()
-		}
-	})
+	k := gardenKube(t, cp)
+	ctx := k.ctx
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

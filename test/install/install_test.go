@@ -15,7 +15,6 @@
 package install
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -28,13 +27,8 @@ const ns = "clustergate-system"
 // through the aggregator.
 func TestInstall(t *testing.T) {
 	cp, install := startGarden(t, "cluster", false)
-	ctx := context.Background()
-	k := &kube{t: t, ctx: ctx, cp: cp}
-	t.Cleanup(func() {
-		if t.Failed() && !k.dumped {
-			k.dump()
-		}
-	})
+	k := gardenKube(t, cp)
+	ctx := k.ctx
 
 	install.Gardener, install.ExternalURL = true, cp.GardenURL
 	// Short enough for a session that expires during the test, and room

@@ -26,6 +26,18 @@ type kube struct {
 	dumped bool
 }
 
+// gardenKube is the garden's kube of test t, which dumps what the install
+// left when t fails.
+func gardenKube(t *testing.T, cp *localcluster.ControlPlane) *kube {
+	k := &kube{t: t, ctx: context.Background(), cp: cp}
+	t.Cleanup(func() {
+		if t.Failed() && !k.dumped {
+			k.dump()
+		}
+	})
+	return k
+}
+
 // run runs kubectl with args and returns its output.
 func (k *kube) run(args ...string) string {
 	k.t.Helper()
