@@ -32,7 +32,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -43,14 +42,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/clustergate/clustergate/hack/internal/command"
-	"github.com/clustergate/clustergate/internal/chart"
 	"github.com/clustergate/clustergate/internal/images"
 	"github.com/clustergate/clustergate/internal/localregistry"
 	"github.com/clustergate/clustergate/internal/release"
@@ -153,16 +147,6 @@ type manifest struct {
 	Chart     chartRelease  `json:"chart"`
 	// ComponentDescriptor is the OCM component descriptor's file.
 	ComponentDescriptor string `json:"componentDescriptor"`
-}
-
-// chartRelease is the released Helm chart: its archive under chart/, and
-// the OCI reference and digest it was pushed as.
-type chartRelease struct {
-	Archive   string `json:"archive"`
-	Reference string `json:"reference"`
-	Digest    string `json:"digest"`
-	// tag is Reference parsed.
-	tag name.Tag
 }
 
 func run(ctx context.Context, o options) error {
@@ -356,87 +340,6 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// releaseChart publishes the chart generated from artifacts/ with the
-// version and the pushed images pinned into chart/ and registry.
-func releaseChart(ctx context.Context, o options, registry, helm string, pinned []release.Image) (chartRelease, error) {
-	p, err := chart.Publish(ctx, helm, "kubectl", filepath.Join(o.root, "artifacts"), filepath.Join(o.output, "chart"),
-		filepath.Join(o.output, "work", "chart"), registry, loopback(registry), chart.Options{Version: o.version, Images: pinned})
-	if err != nil {
-		return chartRelease{}, err
-	}
-	archive, err := filepath.Rel(o.output, p.Archive)
-	if err != nil {
-		return chartRelease{}, err
-	}
-	return chartRelease{Archive: archive, Reference: p.Tag.String(), Digest: p.Digest, tag: p.Tag}, nil
-}
-
-// writeDescriptor writes the OCM component descriptor of the release:
-// the images and the chart by the reference and digest a landscape pulls
-// them with (where artifacts/ names them when the release pushed to a
-// registry of its own), the manifests and plugin archives by the URL
-// they are downloaded from and their SHA-256.
-func writeDescriptor(o options, revision string, committed time.Time, m manifest, imgs []pushedImage, archives []release.Archive) (string, error) {
-	var resources []release.Artifact
-	for _, img := range imgs {
-		relation := "external" // etcd: shipped, not built here
-		if strings.HasSuffix(img.Artifact, "/clustergate-apiserver") {
-			relation = "local"
-		}
-		resources = append(resources, release.Artifact{Name: filepath.Base(img.Artifact), Version: img.tag.TagStr(), Type: "ociImage",
-			Relation: relation, Access: release.Access{Type: "ociArtifact",
-				ImageReference: img.repository(o.registry) + ":" + img.tag.TagStr() + "@" + img.Digest},
-			Digest: release.OCIDigest(img.Digest)})
-	}
-	chartRepo := m.Chart.tag.Context().Name()
-	if o.registry == "" {
-		chartRepo = "ghcr.io/" + chart.Repository + "/clustergate"
-	}
-	resources = append(resources, release.Artifact{Name: "chart", Version: o.version, Type: "helmChart", Relation: "local",
-		Access: release.Access{Type: "ociArtifact", ImageReference: chartRepo + ":" + m.Chart.tag.TagStr() + "@" + m.Chart.Digest},
-		Digest: release.OCIDigest(m.Chart.Digest)})
-	download := func(name, file, kind string, identity map[string]string) error {
-		sum, err := release.FileSHA256(filepath.Join(o.output, file))
-		if err != nil {
-			return err
-		}
-		resources = append(resources, release.Artifact{Name: name, ExtraIdentity: identity, Version: o.version, Type: "blob", Relation: "local",
-			Access: release.Access{Type: "http", URL: o.downloadURL + "/" + filepath.Base(file), MediaType: kind}, Digest: release.BlobDigest(sum)})
-		return nil
-	}
-	for i, file := range m.Manifests {
-		if err := download("manifest", file, "application/x-yaml", map[string]string{"layout": release.Layouts[i].Name}); err != nil {
-			return "", err
-		}
-	}
-	for _, a := range archives {
-		kind := "application/gzip"
-		if strings.HasSuffix(a.Name, ".zip") {
-			kind = "application/zip"
-		}
-		if err := download("kubectl-session", filepath.Join("plugin", a.Name), kind,
-			map[string]string{"os": a.Platform.OS, "architecture": a.Platform.Arch}); err != nil {
-			return "", err
-		}
-	}
-	out, err := release.DescriptorFor(o.version, revision, committed, o.registry, resources).Marshal()
-	if err != nil {
-		return "", err
-	}
-	return "component-descriptor.yaml", os.WriteFile(filepath.Join(o.output, "component-descriptor.yaml"), out, 0o644)
-}
-
-// loopback tells a registry on this machine, which serves plain HTTP as
-// the release's own and make registry's do, from one a landscape runs.
-func loopback(registry string) bool {
-	host, _, _ := strings.Cut(registry, "/")
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
-}
-
 // signingKey is the cosign key pair the release signs with, and what
 // cosign's environment needs to unlock it: o.key (its public key written
 // into the output) with COSIGN_PASSWORD as given, or a throwaway pair
@@ -460,68 +363,4 @@ func signingKey(ctx context.Context, o options, cosign string) (key, pub string,
 		return "", "", nil, err
 	}
 	return prefix + ".key", pub, env, nil
-}
-
-// export copies every tag of the release's repositories (the images, the
-// chart, and cosign's sha256-<digest>.sig and .att) from registry into an
-// OCI layout at dir, which a landscape copies to its own registry.
-func export(ctx context.Context, registry string, repos []name.Repository, dir string) error {
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		return err
-	}
-	for _, repo := range repos {
-		tags, err := remote.List(repo, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-		if err != nil {
-			return err
-		}
-		for _, t := range tags {
-			ref := repo.Tag(t)
-			named := layout.WithAnnotations(map[string]string{images.RefName: strings.TrimPrefix(ref.String(), registry+"/")})
-			desc, err := remote.Get(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-			if err != nil {
-				return fmt.Errorf("exporting %s: %w", ref, err)
-			}
-			// cosign keeps an image's signature and attestation bundles
-			// as OCI referrers, which a registry without the referrers
-			// API lists in an index tagged sha256-<digest>.
-			if desc.MediaType.IsIndex() {
-				index, indexErr := desc.ImageIndex()
-				if indexErr != nil {
-					return indexErr
-				}
-				err = p.AppendIndex(index, named)
-			} else {
-				image, imageErr := desc.Image()
-				if imageErr != nil {
-					return imageErr
-				}
-				err = p.AppendImage(image, named)
-			}
-			if err != nil {
-				return fmt.Errorf("exporting %s: %w", ref, err)
-			}
-		}
-	}
-	return nil
-}
-
-// writeSums writes SHA256SUMS over every file of the release but itself.
-func writeSums(dir string) error {
-	sums := map[string]string{}
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Base(path) == "cosign.key" {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		sums[rel], err = release.FileSHA256(path)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return release.WriteSHA256Sums(filepath.Join(dir, "SHA256SUMS"), sums)
 }
