@@ -59,7 +59,7 @@ chart:
 codegen:
 	hack/update-codegen.sh
 
-## verify: generated code up to date, license headers, layering, gofmt clean, shellcheck clean, go vet clean, golangci-lint clean (.golangci.yml)
+## verify: generated code up to date, license headers, layering, gofmt clean, shellcheck clean, go vet clean, golangci-lint clean (.golangci.yml), one version of each module across the project and its tool modules
 verify:
 	$(PHASE) start $@
 	hack/verify-codegen.sh
@@ -70,6 +70,7 @@ verify:
 	$(GO) vet $(TAGS) ./...
 	hack/tools/build.sh lint
 	$(BIN)/golangci-lint run --build-tags=fieldsv1string ./...
+	$(GO) run ./hack/verify-tool-versions
 	$(PHASE) end $@
 
 ## test: every test: unit, storage, integration, images, monitoring, workloads, the shipped install and end to end
