@@ -57,8 +57,9 @@ func (c RecordingConfig) newRecording() (*recording.Recorder, recording.Reader, 
 	// The local store holds only this replica's recordings: a read of
 	// another's is told so.
 	_, ownOnly := s.(*store.Local)
-	return recording.New(recording.Config{Store: s, Mode: c.Mode, Replica: replica, FlushInterval: c.FlushInterval,
-		Retention: c.Retention, Keys: keys}), recording.Reader{Store: s, Keys: keys, Replica: replica, OwnOnly: ownOnly}, nil
+	rec := recording.New(recording.Config{Store: s, Mode: c.Mode, Replica: replica, FlushInterval: c.FlushInterval,
+		Retention: c.Retention, Keys: keys})
+	return rec, recording.Reader{Store: s, Keys: keys, Replica: replica, OwnOnly: ownOnly, Flush: rec.FlushRequests}, nil
 }
 
 // manifestKeys reads the manifest keys, generating the one of

@@ -40,6 +40,10 @@ type Reader struct {
 	// local directory store), so that it cannot serve, or follow, the
 	// streams of other replicas.
 	OwnOnly bool
+	// Flush, when set, writes this replica's unwritten request log lines of
+	// a session (Recorder.FlushRequests) before Requests reads its first
+	// page, so that a history read right after a request includes it.
+	Flush func(ctx context.Context, namespace, name string)
 }
 
 // ErrNoStream is returned for a stream a session does not have.

@@ -53,6 +53,8 @@ func (r Reader) Requests(ctx context.Context, namespace, name string, limit int,
 		if err != nil || json.Unmarshal(data, from) != nil || from.Key == "" || from.Index < 0 {
 			return "", ErrBadContinue
 		}
+	} else if r.Flush != nil {
+		r.Flush(ctx, namespace, name)
 	}
 	objects, err := r.Store.List(ctx, sessionPrefix(namespace, name))
 	if err != nil {

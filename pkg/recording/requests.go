@@ -133,9 +133,30 @@ func (r *Recorder) RequestLogError(s v1alpha1.RecordedSession) error {
 
 // flushRequests writes every session's new log lines as a chunk of its own.
 func (r *Recorder) flushRequests(ctx context.Context) {
+	r.writeRequests(ctx, func(requestLogKey) bool { return true })
+}
+
+// FlushRequests writes this replica's new log lines of every session named
+// name in namespace now, rather than at the next flush: a read of the
+// session's history that follows it sees the requests this replica served
+// until then (other replicas' lines wait for their next flush, at most
+// FlushInterval).
+func (r *Recorder) FlushRequests(ctx context.Context, namespace, name string) {
+	r.writeRequests(ctx, func(k requestLogKey) bool { return k.namespace == namespace && k.name == name })
+}
+
+// writeRequests writes the new log lines of the sessions which picks, each
+// as a chunk of its own; lines that cannot be written are kept for the
+// next flush.
+func (r *Recorder) writeRequests(ctx context.Context, which func(requestLogKey) bool) {
 	r.mu.Lock()
-	pending := r.requests
-	r.requests = map[requestLogKey]*requestBuffer{}
+	var pending []*requestBuffer
+	for k, b := range r.requests {
+		if which(k) {
+			pending = append(pending, b)
+			delete(r.requests, k)
+		}
+	}
 	r.mu.Unlock()
 	for _, b := range pending {
 		r.mu.Lock()

@@ -97,6 +97,53 @@ func TestRequestLogKeepsEveryEntry(t *testing.T) {
 	}
 }
 
+// TestRequestLogReadWritesThisReplicasLines: a history read right after a
+// request includes it, without waiting for the next flush; other
+// sessions' lines stay for that flush.
+func TestRequestLogReadWritesThisReplicasLines(t *testing.T) {
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	other := testSession
+	other.Name, other.UID = "other", "uid-2"
+	tests := []struct {
+		name   string
+		flush  bool
+		logged int
+		want   int
+	}{
+		{name: "the reader writes the session's lines first", flush: true, logged: 3, want: 3},
+		{name: "without it they wait for the flush", flush: false, logged: 3, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			local := newLocalStore(t)
+			r := newTestRecorder(t, local, ModeBestEffort)
+			for i := range tt.logged {
+				r.LogRequest(testSession, v1alpha1.RequestLogEntry{Time: at.Add(time.Duration(i) * time.Second), Method: "GET", Path: fmt.Sprintf("/%d", i)})
+			}
+			r.LogRequest(other, v1alpha1.RequestLogEntry{Time: at, Method: "GET", Path: "/other"})
+			reader := Reader{Store: local}
+			if tt.flush {
+				reader.Flush = r.FlushRequests
+			}
+			got, err := allRequests(ctx, reader, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tt.want {
+				t.Fatalf("read %d entries, want %d: %+v", len(got), tt.want, got)
+			}
+			r.mu.Lock()
+			_, otherKept := r.requests[requestLogKey{namespace: other.Namespace, name: other.Name, uid: other.UID}]
+			kept := len(r.requests)
+			r.mu.Unlock()
+			if wantKept := map[bool]int{true: 1, false: 2}[tt.flush]; !otherKept || kept != wantKept {
+				t.Errorf("after the read %d sessions' lines wait for the flush (the other one's: %v), want %d with the other one's", kept, otherKept, wantKept)
+			}
+		})
+	}
+}
+
 // TestRequestLogLosesNothingSilently: entries beyond what a flush holds
 // are counted in a marker entry; under required the session's requests
 // are refused while its log cannot keep their entries, and accepted again
