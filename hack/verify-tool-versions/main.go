@@ -75,7 +75,7 @@ func main() {
 			for _, r := range raises {
 				fmt.Fprintf(os.Stderr, "%s: %s %s, while another module builds with %s\n", r.dir, r.module, r.from, r.to)
 			}
-			fail(fmt.Errorf("%d modules are built at more than one version: run go run ./hack/verify-tool-versions -fix", len(raises)))
+			fail(fmt.Errorf("%d module versions are older than another module builds with: run go run ./hack/verify-tool-versions -fix", len(raises)))
 		}
 		if round > 5 {
 			fail(fmt.Errorf("versions still differ after %d rounds of raising", round-1))
