@@ -5,11 +5,14 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/clustergate/clustergate/pkg/memlimit"
@@ -217,45 +220,51 @@ func (cp *ControlPlane) Components() []string {
 	return names
 }
 
-// clockTicks is Linux's USER_HZ, the unit of /proc/<pid>/stat's times: 100
-// on every architecture Go supports.
-const clockTicks = 100
-
 // CPUTime is the processor time, user and system, a running component has
-// used since it started.
+// used since it started: the sum over its threads of the nanoseconds the
+// scheduler ran each (/proc/<pid>/task/*/schedstat). /proc/<pid>/stat counts
+// in ticks of 10 ms, too coarse for the cost of a few hundred cut streams;
+// a thread that exited takes its time with it, which Go's runtime, keeping
+// its threads, seldom does.
 func (cp *ControlPlane) CPUTime(name string) (time.Duration, error) {
-	stat, err := cp.procFile(name, "stat")
+	pid, err := cp.PID(name)
 	if err != nil {
 		return 0, err
 	}
-	t, err := cpuTimeOf(stat)
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
-		return 0, fmt.Errorf("%s: /proc stat: %w", name, err)
+		return 0, err
 	}
-	return t, nil
-}
-
-// cpuTimeOf reads user and system time from a /proc/<pid>/stat line. The
-// command name in parentheses may hold spaces and parentheses: fields count
-// from after its last ')', utime and stime are the 14th and 15th of the line.
-func cpuTimeOf(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("no command name in %q", stat)
-	}
-	fields := strings.Fields(stat[i+1:])
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("%d fields after the command name, want at least 13", len(fields))
-	}
-	var ticks int64
-	for _, f := range fields[11:13] {
-		t, err := strconv.ParseInt(f, 10, 64)
+	var total time.Duration
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+			continue // the thread exited since the listing
+		}
 		if err != nil {
 			return 0, err
 		}
-		ticks += t
+		t, err := runTimeOf(string(data))
+		if err != nil {
+			return 0, fmt.Errorf("%s: thread %s: schedstat: %w", name, task.Name(), err)
+		}
+		total += t
 	}
-	return time.Duration(ticks) * time.Second / clockTicks, nil
+	return total, nil
+}
+
+// runTimeOf reads the time a thread ran from a schedstat line: its first
+// field, in nanoseconds (then the time it waited to run, and its runs).
+func runTimeOf(schedstat string) (time.Duration, error) {
+	fields := strings.Fields(schedstat)
+	if len(fields) == 0 {
+		return 0, fmt.Errorf("empty line")
+	}
+	ns, err := strconv.ParseInt(fields[0], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ns), nil
 }
 
 // StartProgram starts the program at path, one outside Options.BinDir such

@@ -4,47 +4,59 @@
 package localcluster
 
 import (
-	"os"
 	"testing"
 	"time"
 )
 
-func TestCPUTimeOf(t *testing.T) {
+func TestRunTimeOf(t *testing.T) {
 	tests := []struct {
-		name, stat string
-		want       time.Duration
-		err        bool
+		name, schedstat string
+		want            time.Duration
+		err             bool
 	}{
-		{name: "user and system ticks", stat: "4242 (etcd) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 12 0 1000 0 0",
-			want: 1750 * time.Millisecond},
-		{name: "command name with spaces and parentheses", stat: "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 5 0 0",
-			want: 70 * time.Millisecond},
-		{name: "no command name", stat: "7 etcd R 1", err: true},
-		{name: "too few fields", stat: "7 (etcd) R 1 7", err: true},
-		{name: "not a number", stat: "7 (etcd) R 1 7 7 0 -1 0 0 0 0 0 x 4 0", err: true},
+		{name: "run, wait and runs", schedstat: "3035220 417387 2\n", want: 3035220 * time.Nanosecond},
+		{name: "empty", schedstat: "", err: true},
+		{name: "not a number", schedstat: "x 1 2", err: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := cpuTimeOf(tt.stat)
+			got, err := runTimeOf(tt.schedstat)
 			if (err != nil) != tt.err {
 				t.Fatalf("error = %v, want error %v", err, tt.err)
 			}
 			if got != tt.want {
-				t.Errorf("cpuTimeOf = %v, want %v", got, tt.want)
+				t.Errorf("runTimeOf = %v, want %v", got, tt.want)
 			}
 		})
 	}
 }
 
-// TestCPUTimeOfSelf reads this test's own line, as CPUTime reads a
-// component's.
-func TestCPUTimeOfSelf(t *testing.T) {
-	stat, err := os.ReadFile("/proc/self/stat")
+// TestCPUTime reads a busy component's processor time twice: it grows by
+// about what the component spent between the two, at better than the 10 ms
+// of /proc/<pid>/stat.
+func TestCPUTime(t *testing.T) {
+	cp := &ControlPlane{logs: t.TempDir()}
+	defer cp.Stop()
+	// A shell loop that only counts, on one thread.
+	if err := cp.launch("busy", "/bin/sh", nil, "-c", "i=0; while :; do i=$((i+1)); done"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := cp.CPUTime("busy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cpuTimeOf(string(stat)); err != nil {
-		t.Error(err)
+	time.Sleep(300 * time.Millisecond)
+	after, err := cp.CPUTime("busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// It ran for at most the 300 ms, and on a loaded machine at least a
+	// little of them.
+	if used := after - before; used <= 0 || used > 400*time.Millisecond {
+		t.Errorf("CPU time grew by %v in 300 ms of a busy loop", used)
+	}
+	if after%(10*time.Millisecond) == 0 {
+		t.Errorf("CPU time %v is a multiple of 10 ms: read in ticks", after)
 	}
 }
 
