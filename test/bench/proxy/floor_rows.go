@@ -248,12 +248,24 @@ func execFloorRows(ctx context.Context, cp *localcluster.ControlPlane, paths []p
 // per watch; then they end them: clustergate's on the data plane at the
 // expiry of a short session of their own, the floor proxy's on the
 // signal with which it cuts its streams, and report the server's processor
-// time from the cut until the last stream closed, per stream. The
-// aggregated pair's watches are closed by the client.
+// time from the cut until the last stream closed, per stream: for
+// clustergate, less what the expiry of a session without streams costs
+// over as long a window. The aggregated pair's watches are closed by the
+// client.
 func idleFloorRows(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, paths []path) ([]floorRow, error) {
 	n := *floorWatches
 	// Long enough to open them all on a loaded machine.
-	short, err := openSession(ctx, client, "floor-cut", 2*time.Minute+time.Duration(n)*20*time.Millisecond, dataPlaneOwner)
+	ttl := 2*time.Minute + time.Duration(n)*20*time.Millisecond
+	short, err := openSession(ctx, client, "floor-cut", ttl, dataPlaneOwner)
+	if err != nil {
+		return nil, err
+	}
+	// A session like it without streams, expiring after its cut: what an
+	// expiry costs clustergate whatever it cuts (the controller's status
+	// write, the deletion of the session's credentials, the caches'
+	// events) is measured apart, so that the row is what each stream
+	// adds.
+	empty, err := openSession(ctx, client, "floor-cut-empty", ttl+20*time.Second, dataPlaneOwner)
 	if err != nil {
 		return nil, err
 	}
@@ -288,22 +300,27 @@ func idleFloorRows(ctx context.Context, cp *localcluster.ControlPlane, client ve
 		rows = append(rows, ratioRow(fmt.Sprintf("%s: server's anonymous RSS per idle watch (%d open)", pair.name, n),
 			kib[pair.clustergate], kib[pair.low], func(k float64) string { return fmt.Sprintf("%.1f KiB", k) }, floorTargetStream))
 	}
-	// The cuts: the floor proxy's now, clustergate's at the expiry.
-	cutCPU := func(server string, cut func() error, ended <-chan time.Time) (float64, error) {
+	// The cuts: the floor proxy's now, clustergate's at the expiry. Each
+	// is the server's processor time from the cut until the last stream
+	// closed (nil ended: until cut returns), and how long that took.
+	cutCPU := func(server string, cut func() error, ended <-chan time.Time) (time.Duration, time.Duration, error) {
 		before, err := cp.CPUTime(server)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
+		start := time.Now()
 		if err := cut(); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		for range n {
-			<-ended
+			if ended != nil {
+				<-ended
+			}
 		}
 		after, err := cp.CPUTime(server)
-		return float64(after-before) / float64(n), err
+		return after - before, time.Since(start), err
 	}
-	floorCut, err := cutCPU(floorReverse, func() error {
+	floorCut, _, err := cutCPU(floorReverse, func() error {
 		pid, err := cp.PID(floorReverse)
 		if err != nil {
 			return err
@@ -320,12 +337,21 @@ func idleFloorRows(ctx context.Context, cp *localcluster.ControlPlane, client ve
 	// clustergate does meanwhile (its controllers, the watches' keepalives)
 	// is not the cut's.
 	time.Sleep(time.Until(short.Status.ExpiresAt.Add(-100 * time.Millisecond)))
-	clustergateCut, err := cutCPU("clustergate", func() error { return nil }, ended[dataPlane])
+	clustergateCut, took, err := cutCPU("clustergate", func() error { return nil }, ended[dataPlane])
 	if err != nil {
 		return nil, err
 	}
-	return append(rows, ratioRow(fmt.Sprintf("data plane: server's CPU per idle watch cut (%d at once: clustergate at the session's expiry, the floor on a signal)", n),
-		clustergateCut, floorCut, micros, floorTargetCut)), nil
+	// The empty session's expiry, over a window as long as the cut's.
+	time.Sleep(time.Until(empty.Status.ExpiresAt.Add(-100 * time.Millisecond)))
+	expiry, _, err := cutCPU("clustergate", func() error { time.Sleep(took); return nil }, nil)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows,
+		floorRow{name: fmt.Sprintf("data plane: clustergate's CPU for a session's expiry without streams (over the %s of the cut)", took.Round(time.Millisecond)),
+			clustergate: micros(float64(expiry)), floor: "-", ratio: "-", target: "-"},
+		ratioRow(fmt.Sprintf("data plane: server's CPU per idle watch cut (%d at once: clustergate at the session's expiry, less an expiry without streams; the floor on a signal)", n),
+			float64(clustergateCut-expiry)/float64(n), float64(floorCut)/float64(n), micros, floorTargetCut)), nil
 }
 
 // printFloorTable prints the floor table, with the machine's load.
