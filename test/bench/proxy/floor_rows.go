@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -337,8 +338,16 @@ func idleFloorRows(ctx context.Context, cp *localcluster.ControlPlane, client ve
 	// clustergate does meanwhile (its controllers, the watches' keepalives)
 	// is not the cut's.
 	time.Sleep(time.Until(short.Status.ExpiresAt.Add(-100 * time.Millisecond)))
+	profiled := func() error { return nil }
+	if *profileDir != "" {
+		// The second from the cut on: the cut, and what follows the expiry.
+		profiled = profileServer(ctx, cp, cp.ClustergateURL, time.Second, filepath.Join(*profileDir, "cut.cpu.pprof"))
+	}
 	clustergateCut, took, err := cutCPU("clustergate", func() error { return nil }, ended[dataPlane])
 	if err != nil {
+		return nil, err
+	}
+	if err := profiled(); err != nil {
 		return nil, err
 	}
 	// The empty session's expiry, over a window as long as the cut's.
