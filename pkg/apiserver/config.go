@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/union"
 	apiserverfeatures "k8s.io/apiserver/pkg/features"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/apiserver/pkg/server/healthz"
@@ -19,10 +21,12 @@ import (
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/utils/clock"
 
 	"github.com/clustergate/clustergate/pkg/apis/clustergate/v1alpha1"
 	"github.com/clustergate/clustergate/pkg/controllers/sessions"
 	"github.com/clustergate/clustergate/pkg/dataplane"
+	"github.com/clustergate/clustergate/pkg/frontproxy"
 	"github.com/clustergate/clustergate/pkg/gardener"
 	"github.com/clustergate/clustergate/pkg/intern"
 )
@@ -80,6 +84,7 @@ func NewConfig(opts *genericoptions.RecommendedOptions, extra ExtraConfig) (*Con
 	// controllers' watches and writes) costs a flate writer per watch and
 	// processor time on both ends for nothing.
 	serverConfig.LoopbackClientConfig.DisableCompression = true
+	keepFrontProxyVerifications(serverConfig)
 	addFrontProxyReadyzCheck(serverConfig)
 	serverConfig.LongRunningFunc = LongRunning
 	extra.passNamespaceDown()
@@ -112,6 +117,19 @@ func setStorageCodec(etcd *genericoptions.EtcdOptions) error {
 	// the strings that repeat across objects are kept once.
 	etcd.StorageConfig.Codec, etcd.StorageConfig.EncodeVersioner = intern.Codec{Codec: codec}, versioner
 	return nil
+}
+
+// keepFrontProxyVerifications puts the front proxy's authenticator that
+// keeps its certificate's verification (pkg/frontproxy) before the
+// generic server's, which verifies it on every request. The generic one
+// still authenticates every other request, and those of the front proxy
+// that this one did not.
+func keepFrontProxyVerifications(c *genericapiserver.RecommendedConfig) {
+	rh, generic := c.Authentication.RequestHeaderConfig, c.Authentication.Authenticator
+	if rh == nil || generic == nil {
+		return
+	}
+	c.Authentication.Authenticator = union.New(group.NewAuthenticatedGroupAdder(frontproxy.New(rh, clock.RealClock{})), generic)
 }
 
 // addFrontProxyReadyzCheck keeps the server not ready until it knows the
