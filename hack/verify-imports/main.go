@@ -36,7 +36,7 @@ type layer struct {
 var (
 	apis      = []string{"pkg/apis/"}
 	generated = []string{"pkg/generated/"}
-	libraries = []string{"pkg/intern", "pkg/memlimit", "pkg/embeddedetcd", "pkg/gardener", "pkg/credentials",
+	libraries = []string{"pkg/intern", "pkg/memlimit", "pkg/frontproxy", "pkg/embeddedetcd", "pkg/gardener", "pkg/credentials",
 		"pkg/ownership", "pkg/approvalpolicy", "pkg/sessionaccess", "pkg/sessionevents", "pkg/wsframe", "pkg/admission/authz", "pkg/registry/finalizers", "pkg/registry/status", "pkg/registry/table",
 		"pkg/registry/registrytest"}
 	// recording is the recorder, the part the proxy and the session
