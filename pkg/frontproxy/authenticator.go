@@ -6,8 +6,9 @@
 // certificate proves it is the front proxy. It is the generic server's
 // request-header authenticator with the certificate's verification kept
 // for a while: the generic one verifies the chain, an ECDSA or RSA
-// signature, on every request, about 130 µs and a quarter of the server's
-// processor time for a small proxied GET, although every request of a
+// signature, on every request (65 µs with a P-256 CA in
+// BenchmarkAuthenticateRequest, a fifth of a bare generic server's
+// processor time for a small proxied GET), although every request of a
 // connection presents the same certificate.
 package frontproxy
 
