@@ -10,10 +10,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/clustergate/clustergate/internal/localcluster"
-	"github.com/clustergate/clustergate/pkg/generated/clientset/versioned"
 )
 
 // Targets of the floor table: clustergate ÷ floor at most, and what
@@ -242,125 +239,6 @@ func execFloorRows(ctx context.Context, cp *localcluster.ControlPlane, paths []p
 			perByte[pair.clustergate], perByte[pair.low], func(ns float64) string { return fmt.Sprintf("%.2f ns", ns) }, floorTargetStream))
 	}
 	return rows, nil
-}
-
-// idleFloorRows hold *floorWatches idle watches through each path of the
-// pairs and report the growth of each server's anonymous resident memory
-// per watch; then they end them: clustergate's on the data plane at the
-// expiry of a short session of their own, the floor proxy's on the
-// signal with which it cuts its streams, and report the server's processor
-// time from the cut until the last stream closed, per stream: for
-// clustergate, less what the expiry of a session without streams costs
-// over as long a window. The aggregated pair's watches are closed by the
-// client.
-func idleFloorRows(ctx context.Context, cp *localcluster.ControlPlane, client versioned.Interface, gardenCfg *rest.Config, paths []path) ([]floorRow, error) {
-	n := *floorWatches
-	// Long enough to open them all on a loaded machine.
-	ttl := 2*time.Minute + time.Duration(n)*20*time.Millisecond
-	short, err := openSession(ctx, client, "floor-cut", ttl, dataPlaneOwner)
-	if err != nil {
-		return nil, err
-	}
-	// A session like it without streams, expiring after its cut: what an
-	// expiry costs clustergate whatever it cuts (the controller's status
-	// write, the deletion of the session's credentials, the caches'
-	// events) is measured apart, so that the row is what each stream
-	// adds.
-	empty, err := openSession(ctx, client, "floor-cut-empty", ttl+20*time.Second, dataPlaneOwner)
-	if err != nil {
-		return nil, err
-	}
-	shortPaths, err := clients(ctx, cp, gardenCfg, short, short)
-	if err != nil {
-		return nil, err
-	}
-	watched := map[int]kubernetes.Interface{whole: paths[whole].client, floorAggregated: paths[floorAggregated].client,
-		dataPlane: shortPaths[dataPlane].client, floorProxy: paths[floorProxy].client}
-	watchCtx, closeWatches := context.WithCancel(ctx)
-	defer closeWatches()
-	kib, ended := map[int]float64{}, map[int]<-chan time.Time{}
-	for _, pair := range floorPairs {
-		for _, p := range []int{pair.clustergate, pair.low} {
-			before, err := cp.AnonymousRSSKiB(serverOf(p))
-			if err != nil {
-				return nil, err
-			}
-			if ended[p], err = openWatchesConcurrently(watchCtx, watched[p], n); err != nil {
-				return nil, fmt.Errorf("watches through %s: %w", paths[p].name, err)
-			}
-			time.Sleep(5 * time.Second)
-			after, err := cp.AnonymousRSSKiB(serverOf(p))
-			if err != nil {
-				return nil, err
-			}
-			kib[p] = float64(after-before) / float64(n)
-		}
-	}
-	var rows []floorRow
-	for _, pair := range floorPairs {
-		rows = append(rows, ratioRow(fmt.Sprintf("%s: server's anonymous RSS per idle watch (%d open)", pair.name, n),
-			kib[pair.clustergate], kib[pair.low], func(k float64) string { return fmt.Sprintf("%.1f KiB", k) }, floorTargetStream))
-	}
-	// The cuts: the floor proxy's now, clustergate's at the expiry. Each
-	// is the server's processor time from the cut until the last stream
-	// closed (nil ended: until cut returns), and how long that took.
-	cutCPU := func(server string, cut func() error, ended <-chan time.Time) (time.Duration, time.Duration, error) {
-		before, err := cp.CPUTime(server)
-		if err != nil {
-			return 0, 0, err
-		}
-		start := time.Now()
-		if err := cut(); err != nil {
-			return 0, 0, err
-		}
-		for range n {
-			if ended != nil {
-				<-ended
-			}
-		}
-		after, err := cp.CPUTime(server)
-		return after - before, time.Since(start), err
-	}
-	floorCut, _, err := cutCPU(floorReverse, func() error {
-		pid, err := cp.PID(floorReverse)
-		if err != nil {
-			return err
-		}
-		return syscall.Kill(pid, syscall.SIGUSR1)
-	}, ended[floorProxy])
-	if err != nil {
-		return nil, err
-	}
-	if time.Now().After(short.Status.ExpiresAt.Time) {
-		return nil, fmt.Errorf("session %s expired before its %d watches were measured: lower -floor-watches", short.Name, n)
-	}
-	// The wait for the expiry is outside the measured window: what
-	// clustergate does meanwhile (its controllers, the watches' keepalives)
-	// is not the cut's.
-	time.Sleep(time.Until(short.Status.ExpiresAt.Add(-100 * time.Millisecond)))
-	profiled := func() error { return nil }
-	if *profileDir != "" {
-		// The second from the cut on: the cut, and what follows the expiry.
-		profiled = profileServer(ctx, cp, cp.ClustergateURL, time.Second, filepath.Join(*profileDir, "cut.cpu.pprof"))
-	}
-	clustergateCut, took, err := cutCPU("clustergate", func() error { return nil }, ended[dataPlane])
-	if err != nil {
-		return nil, err
-	}
-	if err := profiled(); err != nil {
-		return nil, err
-	}
-	// The empty session's expiry, over a window as long as the cut's.
-	time.Sleep(time.Until(empty.Status.ExpiresAt.Add(-100 * time.Millisecond)))
-	expiry, _, err := cutCPU("clustergate", func() error { time.Sleep(took); return nil }, nil)
-	if err != nil {
-		return nil, err
-	}
-	return append(rows,
-		floorRow{name: fmt.Sprintf("data plane: clustergate's CPU for a session's expiry without streams (over the %s of the cut)", took.Round(time.Millisecond)),
-			clustergate: micros(float64(expiry)), floor: "-", ratio: "-", target: "-"},
-		ratioRow(fmt.Sprintf("data plane: server's CPU per idle watch cut (%d at once: clustergate at the session's expiry, less an expiry without streams; the floor on a signal)", n),
-			float64(clustergateCut-expiry)/float64(n), float64(floorCut)/float64(n), micros, floorTargetCut)), nil
 }
 
 // printFloorTable prints the floor table, with the machine's load.

@@ -79,8 +79,10 @@ func run(root string, n, configMaps, streams int) error {
 	ctx := context.Background()
 	cp, err := localcluster.Start(ctx, localcluster.Options{
 		Dir: filepath.Join(root, "_output", "bench-proxy"), BinDir: filepath.Join(root, "_output", "bin"), RepoRoot: root,
-		ClustergateArgs: append([]string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0"}, strings.Fields(*argsFlag)...),
-		ClustergateEnv:  clustergateEnv(),
+		ClustergateArgs: append([]string{"--proxy-max-requests-per-session=0", "--proxy-max-requests-per-owner=0",
+			// The floor rows open a session per cut for the owner of the data plane.
+			"--session-max-per-owner=0"}, strings.Fields(*argsFlag)...),
+		ClustergateEnv: clustergateEnv(),
 		// A second replica joins for the fleet rows.
 		SharedEtcd: true,
 	})
