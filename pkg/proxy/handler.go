@@ -319,8 +319,11 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	cause := sessionEnd(p.ctx)
 	countClosed(cause)
 	observeDuration(t.Way, req, p.longRunning, p.tracker.clock.Since(p.start))
+	// A client that went away aborts the handler (http.ErrAbortHandler),
+	// which the server must see to reset the stream; the request is
+	// still logged first.
 	if v := recover(); v != nil && (v != any(http.ErrAbortHandler) || cause == nil) {
-		panic(v)
+		defer panic(v)
 	}
 	reason := "client or target closed"
 	if cause != nil {
@@ -344,8 +347,9 @@ func (p *proxiedRequest) finish(req *http.Request) {
 	// opened, and so is every request of a replica that keeps no request
 	// log. With one (logRequest), which holds every request, the line of
 	// an ordinary request, about a fiftieth of its processor time, is
-	// logged from -v=4 on.
-	if !p.longRunning && p.tracker.recorder != nil && !klog.V(4).Enabled() {
+	// logged from -v=4 on, and so is that of a stream the session's end
+	// cut, which the tracker logged with the others of its session.
+	if (!p.longRunning || cutBySession(p.ctx)) && p.tracker.recorder != nil && !klog.V(4).Enabled() {
 		return
 	}
 	klog.InfoS("Proxied request closed", "session", klog.KRef(t.Namespace, t.Name), "owner", logString(t.Owner), "reason", logString(t.Reason),

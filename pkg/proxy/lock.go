@@ -144,7 +144,7 @@ func (r *Tracker) cutRequests(all []*v1alpha1.SessionLock, now time.Time) {
 // registering: a lock the informer delivers meanwhile is either seen here
 // or cuts the registered connection (cutRequests), so none slips between.
 func (r *Tracker) openRequest(parent context.Context, t Target) (context.Context, func(), error) {
-	ctx, release, err := r.openConn(parent, t.UID, t.Owner, t.ExpiresAt, t.IdleAt, t.Subject)
+	ctx, release, err := r.openConn(parent, t.UID, types.NamespacedName{Namespace: t.Namespace, Name: t.Name}, t.Owner, t.ExpiresAt, t.IdleAt, t.Subject)
 	if err != nil || t.Subject == nil {
 		return ctx, release, err
 	}
