@@ -4,7 +4,9 @@
 // Command api measures clustergate's API at scale on the local control plane
 // against the same objects served as a CustomResourceDefinition by the same
 // kube-apiserver, taking turns in one run: LIST as JSON, as a Table and for a
-// client that prefers protobuf, create throughput with kubectl, and the
+// client that prefers protobuf, create throughput with kubectl and the
+// processor time per created object (also with the CRD objects' status
+// written as the controller writes the Sessions'), and the
 // server's memory with N Sessions and N GardenerClusterKubeconfigs (their
 // Secrets cached) before and after the LISTs, settled, after a trickle of
 // writes, and its median and range over a window after that.
@@ -108,6 +110,15 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	mem := newMemory(cp)
 	mem.sample("idle")
 	cpu := newCPUUse(cp)
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1000, 2000
+	crdStatus, err := newCRDStatusWriter(cfg)
+	if err != nil {
+		return err
+	}
 
 	// Creates with kubectl, one object after the other as kubectl sends
 	// them, in batches taking turns, so that the load of a shared machine,
@@ -134,16 +145,22 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 		}
 		sessionTime += took
 		cpu.add("Sessions", before)
+		// A Session costs its create and the controller's status write:
+		// the CRD objects get the same status by a second write, apart.
+		written, err := crdStatus.prepare(ctx, from, to)
+		if err != nil {
+			return err
+		}
+		before = cpu.now()
+		if err := crdStatus.write(ctx, written); err != nil {
+			return fmt.Errorf("status writes of CRD objects: %w", err)
+		}
+		cpu.add("CRD status writes", before)
 	}
 	if err := <-profiled; err != nil {
 		fmt.Fprintln(os.Stderr, "bench: CPU profile:", err)
 	}
 	fmt.Printf("created %d Sessions in %s, %d CRD objects in %s\n", n, sessionTime.Round(time.Millisecond), n, crdTime.Round(time.Millisecond))
-	cfg, err := clientcmd.BuildConfigFromFlags("", cp.AdminKubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = 1000, 2000
 	if err := createKubeconfigs(ctx, cfg, cp.AdminKubeconfig, n); err != nil {
 		return err
 	}
@@ -233,6 +250,9 @@ func run(root string, n, rounds int, args, env []string, memoryLimit int64, sett
 	sessionCPU, crdCPU := cpu.perObject("Sessions", "clustergate", n), cpu.perObject("CRD objects", "garden-apiserver", n)
 	fmt.Printf("| processor time per created object: clustergate per Session, kube-apiserver per CRD object | %.2f ms | %.2f ms | %.2f× | ≤ 1.5× |\n",
 		sessionCPU, crdCPU, sessionCPU/crdCPU)
+	withStatus := crdCPU + cpu.perObject("CRD status writes", "garden-apiserver", n)
+	fmt.Printf("| the same with the status written, like for like: clustergate per Session (its create and the controller's status write), kube-apiserver per CRD object and an update of its status to the Session's | %.2f ms | %.2f ms | %.2f× | |\n",
+		sessionCPU, withStatus, sessionCPU/withStatus)
 	for i, s := range mem.samples {
 		target := ""
 		if i == afterLists {
