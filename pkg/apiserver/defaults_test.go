@@ -8,6 +8,10 @@ import (
 	"testing"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	apiserverfeatures "k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/component-base/featuregate"
 )
 
 // TestDefaultExtraConfigValidate: the parts' defaults pass the parts' own
@@ -58,5 +62,26 @@ func TestPassNamespaceDown(t *testing.T) {
 		if c.Controllers.Sessions.Namespace != "platform" || c.Controllers.LeaseNamespace != tt.wantLease {
 			t.Errorf("lease %q: sessions in %q, Lease in %q; want platform, %q", tt.lease, c.Controllers.Sessions.Namespace, c.Controllers.LeaseNamespace, tt.wantLease)
 		}
+	}
+}
+
+// TestFeatureDefaults: the generic server's features that keep memory for
+// what clustergate does not use are off unless a flag turns them on.
+func TestFeatureDefaults(t *testing.T) {
+	NewRecommendedOptions()
+	for _, f := range []featuregate.Feature{apiserverfeatures.ListFromCacheSnapshot, apiserverfeatures.SizeBasedListCostEstimate} {
+		t.Run(string(f), func(t *testing.T) {
+			if utilfeature.DefaultFeatureGate.Enabled(f) {
+				t.Fatalf("%s is on by default", f)
+			}
+			// --feature-gates sets the same gate after the defaults.
+			if err := utilfeature.DefaultMutableFeatureGate.Set(string(f) + "=true"); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { utilruntime.Must(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(f): false})) }()
+			if !utilfeature.DefaultFeatureGate.Enabled(f) {
+				t.Errorf("--feature-gates=%s=true leaves it off", f)
+			}
+		})
 	}
 }
