@@ -78,7 +78,9 @@ func TestFeatureDefaults(t *testing.T) {
 			if err := utilfeature.DefaultMutableFeatureGate.Set(string(f) + "=true"); err != nil {
 				t.Fatal(err)
 			}
-			defer func() { utilruntime.Must(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(f): false})) }()
+			defer func() {
+				utilruntime.Must(utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{string(f): false}))
+			}()
 			if !utilfeature.DefaultFeatureGate.Enabled(f) {
 				t.Errorf("--feature-gates=%s=true leaves it off", f)
 			}
