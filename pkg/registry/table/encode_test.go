@@ -20,7 +20,9 @@ import (
 func TestStreamRows(t *testing.T) {
 	scheme := runtime.NewScheme()
 	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"})
-	metav1.AddMetaToScheme(scheme)
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	codecs := serializer.NewCodecFactory(scheme)
 	jsonOf := func(ns runtime.NegotiatedSerializer) runtime.Serializer {
 		for _, info := range ns.SupportedMediaTypes() {
