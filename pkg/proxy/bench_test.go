@@ -221,7 +221,7 @@ func BenchmarkResponse(b *testing.B) {
 		}
 		front := frontOf(NewTracker(clock.RealClock{}, Limits{}))
 		defer front.Close()
-		recorder, _ := runningRecorder(b)
+		recorder, _, _ := runningRecorder(b)
 		recordedTracker := NewTracker(clock.RealClock{}, Limits{})
 		recordedTracker.RecordWith(recorder)
 		recorded := frontOf(recordedTracker)

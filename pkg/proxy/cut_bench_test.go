@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +78,7 @@ func BenchmarkCut(b *testing.B) {
 	watches := cutStreams - execs
 	for i := range b.N {
 		side("proxy")
-		recorder, dir := runningRecorder(b)
+		recorder, dir, _ := runningRecorder(b)
 		r := NewTracker(clock.RealClock{}, Limits{})
 		r.RecordWith(recorder)
 		front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -185,23 +186,24 @@ func idleWatchBackend(tb testing.TB) *httptest.Server {
 }
 
 // runningRecorder returns a recorder of best-effort recordings to a local
-// store in a new directory, which it returns too, running until tb ends;
-// its last request log is written before the directory goes.
-func runningRecorder(tb testing.TB) (*recording.Recorder, string) {
-	dir := tb.TempDir()
+// store in a new directory, which it returns too, running until stop or
+// until tb ends; stop waits until it wrote its last request log.
+func runningRecorder(tb testing.TB) (recorder *recording.Recorder, dir string, stop func()) {
+	dir = tb.TempDir()
 	local, err := store.NewLocal(dir)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	recorder := recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort})
-	ctx, stop := context.WithCancel(context.Background())
+	recorder = recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort})
+	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
 		recorder.Run(ctx)
 	}()
-	tb.Cleanup(func() { stop(); <-ran })
-	return recorder, dir
+	stop = sync.OnceFunc(func() { cancel(); <-ran })
+	tb.Cleanup(stop)
+	return recorder, dir, stop
 }
 
 // goMallocs is how many heap objects this process allocated so far; unlike

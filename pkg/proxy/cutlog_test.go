@@ -133,22 +133,14 @@ func captureLog(t *testing.T) func() []string {
 // function that stops the recorder, which writes the log then, and reads
 // the log of target's session.
 func recordTo(t *testing.T, r *Tracker) func() []v1alpha1.RequestLogEntry {
-	local, err := store.NewLocal(t.TempDir())
-	must(t, err)
-	recorder := recording.New(recording.Config{Store: local, Mode: recording.ModeBestEffort})
+	recorder, dir, stop := runningRecorder(t)
 	r.RecordWith(recorder)
-	ctx, stop := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		recorder.Run(ctx)
-	}()
-	t.Cleanup(func() { stop(); <-ran })
 	return func() []v1alpha1.RequestLogEntry {
 		stop()
-		<-ran
+		local, err := store.NewLocal(dir)
+		must(t, err)
 		var entries []v1alpha1.RequestLogEntry
-		_, err := recording.Reader{Store: local}.Requests(context.Background(), "sre", "fix", 0, "", func(e *v1alpha1.RequestLogEntry) error {
+		_, err = recording.Reader{Store: local}.Requests(context.Background(), "sre", "fix", 0, "", func(e *v1alpha1.RequestLogEntry) error {
 			entries = append(entries, *e)
 			return nil
 		})
