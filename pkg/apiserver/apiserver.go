@@ -29,7 +29,6 @@ import (
 	sessionstorage "github.com/clustergate/clustergate/pkg/registry/session/storage"
 	sapstorage "github.com/clustergate/clustergate/pkg/registry/sessionapprovalpolicy/storage"
 	sessionlockstorage "github.com/clustergate/clustergate/pkg/registry/sessionlock/storage"
-	"github.com/clustergate/clustergate/pkg/registry/table"
 	"github.com/clustergate/clustergate/pkg/registry/target"
 	"github.com/clustergate/clustergate/pkg/sessionaccess"
 )
@@ -196,9 +195,6 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 
 	apiGroupInfo := genericapiserver.NewDefaultAPIGroupInfo(clustergate.GroupName, Scheme, ParameterCodec, Codecs)
-	// kubectl get's Table answers are written row by row, as JSON lists
-	// are item by item, so that a large one leaves no buffer behind.
-	apiGroupInfo.NegotiatedSerializer = table.StreamRows(apiGroupInfo.NegotiatedSerializer)
 	apiGroupInfo.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"sessions":                          sessions.Session,
 		"sessions/status":                   sessions.Status,
