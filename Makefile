@@ -130,7 +130,7 @@ test-install: tools build images
 
 ## test-e2e: the real control plane (kube-apiserver, gardener-apiserver, etcd) with clustergate registered
 test-e2e: tools build
-	GO=$(GO) hack/go-test-v.sh $@ -count=1 -timeout=45m ./test/e2e/
+	GO=$(GO) hack/go-test-v.sh $@ -count=1 -parallel=6 -timeout=45m ./test/e2e/
 
 ## tools: build the pinned etcd, kube-apiserver, kube-controller-manager, kube-scheduler, gardener-apiserver, node, process-kubelet, prometheus and versitygw (S3)
 tools:

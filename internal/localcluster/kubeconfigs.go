@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -24,8 +25,12 @@ func (cp *ControlPlane) UserKubeconfig(name string, groups ...string) (string, e
 }
 
 // WriteUserKubeconfig writes a garden kubeconfig for user name into the
-// control plane directory dir of a running control plane.
+// control plane directory dir of a running control plane. Each user and set
+// of groups has a file of its own, replaced whole, so that tests running
+// side by side may ask for the same user in other groups, or again.
 func WriteUserKubeconfig(dir, name string, groups ...string) (string, error) {
+	userFiles.Lock()
+	defer userFiles.Unlock()
 	pki := filepath.Join(dir, "pki")
 	ca, err := LoadCA(filepath.Join(pki, "garden-client-ca.crt"), filepath.Join(pki, "garden-client-ca.key"))
 	if err != nil {
@@ -40,14 +45,23 @@ func WriteUserKubeconfig(dir, name string, groups ...string) (string, error) {
 	if err := os.MkdirAll(users, 0o700); err != nil {
 		return "", err
 	}
-	file := strings.NewReplacer(":", "_", "/", "_").Replace(name)
+	file := strings.NewReplacer(":", "_", "/", "_").Replace(strings.Join(append([]string{name}, groups...), "+"))
 	kp, err := ca.ClientCert(users, file, name, groups...)
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(users, file+".kubeconfig")
-	return path, writeKubeconfig(path, "garden", cluster.Server, cluster.CertificateAuthorityData, kp, name)
+	// Written beside and renamed: a kubectl reading the previous one never
+	// sees half a file.
+	if err := writeKubeconfig(path+".new", "garden", cluster.Server, cluster.CertificateAuthorityData, kp, name); err != nil {
+		return "", err
+	}
+	return path, os.Rename(path+".new", path)
 }
+
+// userFiles serializes WriteUserKubeconfig, whose certificate and key files
+// of one user and groups are written one after the other.
+var userFiles sync.Mutex
 
 // SessionKubeconfig fetches sessions/<name>/kubeconfig in namespace as the
 // owner whose garden kubeconfig is ownerKubeconfig, completes its user with

@@ -78,6 +78,7 @@ func containsLine(out string, fields []string) bool {
 }
 
 func TestTables(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "tables")
 	apply(t, cp.AdminKubeconfig, sessionManifest("fix-etcd", ""), "-n", ns)
 	kubectl(t, "-n", ns, "apply", "-f", filepath.Join(cp.RepoRoot(), "artifacts", "examples", "gardenerclusterkubeconfig.yaml"))
@@ -106,6 +107,7 @@ func TestTables(t *testing.T) {
 }
 
 func TestCategory(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "category")
 	apply(t, cp.AdminKubeconfig, sessionManifest("fix-etcd", ""), "-n", ns)
 	kubectl(t, "-n", ns, "apply", "-f", filepath.Join(cp.RepoRoot(), "artifacts", "examples", "gardenerclusterkubeconfig.yaml"))
@@ -147,6 +149,7 @@ func TestExplainAndOpenAPI(t *testing.T) {
 }
 
 func TestServerSideApply(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "ssa")
 	manifest := `apiVersion: clustergate.dev/v1alpha1
 kind: GardenerClusterKubeconfig
@@ -171,6 +174,7 @@ spec:
 }
 
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "watch")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -190,6 +194,7 @@ func TestWatch(t *testing.T) {
 }
 
 func TestInvalidObjectNamesField(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "invalid")
 	bad := strings.Replace(sessionManifest("too-long", ""), "ttl: 1h", "ttl: 48h", 1)
 	msg := kubectlErr(t, cp.AdminKubeconfig, bad, "-n", ns, "apply", "-f", "-")

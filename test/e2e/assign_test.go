@@ -15,6 +15,7 @@ import (
 // or a group the assigner is not in needs assign-groups, and even then the
 // assigner must hold the access level on the target themselves.
 func TestAssignNeedsTheAssignersOwnAccess(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "assign-groups")
 	kubectl(t, "-n", ns, "create", "role", "admin-on-local", "--verb=admin", "--resource=shoots.clustergate.dev", "--resource-name=local")
 	kubectl(t, "-n", ns, "create", "rolebinding", "shoot-admins-on-local", "--role=admin-on-local", "--group=shoot-admins")

@@ -82,6 +82,7 @@ func canI(t *testing.T, args ...string) string {
 // on the target, as RBAC on shoots and clusters of clustergate.dev, in the
 // session's namespace; keeping a shoot's kubeconfig needs admin on it.
 func TestTargetAuthorization(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "targets")
 	// docs/security.md's recipe: the team may open viewer sessions to every
 	// shoot and cluster, and admin sessions to the shoot local only.
@@ -188,6 +189,7 @@ spec:
 // TestCredentialIsolation: the server uses as a cluster target only a
 // Secret marked as one, and never one holding credentials it minted.
 func TestCredentialIsolation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, client := clients(t)
 	ns := namespace(t, "isolation")
@@ -278,6 +280,7 @@ func TestCredentialIsolation(t *testing.T) {
 // TestOwnerOnlyChanges: only the owner, or a holder of revoke, may change or
 // delete a session, by name or all at once.
 func TestOwnerOnlyChanges(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "owners")
 	for _, u := range []string{"alice", "bob"} {

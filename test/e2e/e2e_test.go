@@ -5,6 +5,15 @@
 // kube-apiserver through an APIService, next to a real gardener-apiserver and
 // a shoot kube-apiserver, driven with kubectl. All tests share one control
 // plane, started by TestMain from the binaries `make test-e2e` builds.
+//
+// Most of a test's time is waiting: for expiries, renewals, and the garden's
+// namespace controller, which looks again 8 s after it found Sessions with
+// finalizers. Tests that keep to their own namespaces, users in their own
+// groups and objects of their own call t.Parallel and run side by side
+// (make test-e2e: -parallel=6), after the others, which run alone: those
+// that start or stop replicas or components, change what every replica
+// reads (event sinks, the Shoot's labels), read counts and metrics that
+// other tests move, or cut streams within a second of an expiry.
 package e2e
 
 import (
@@ -55,7 +64,10 @@ func run(m *testing.M) int {
 		SharedEtcd: true,
 		// The proxy's log line of each proxied request, which tests read
 		// (a replica with a request log logs an ordinary request's at -v=4).
-		ClustergateArgs:     append(lifecycleArgs, "--vmodule=handler=4"),
+		// No limit of sessions per owner: tests run side by side and share
+		// owners (admin, alice); TestSessionLimitPerOwner checks the
+		// default limit on the docs' control plane.
+		ClustergateArgs:     append(lifecycleArgs, "--vmodule=handler=4", "--session-max-per-owner=0"),
 		SessionAccessConfig: accessConfig,
 	})
 	if err != nil {
@@ -110,8 +122,14 @@ func apply(t *testing.T, kubeconfig, manifest string, args ...string) {
 // resources never hold up a namespace's deletion.
 func namespace(t *testing.T, name string) string {
 	t.Helper()
-	kubectl(t, "create", "namespace", name)
-	t.Cleanup(func() { deleteNamespace(t, name, namespaceDeletionBound) })
+	return namespaceOn(t, cp, name)
+}
+
+// namespaceOn is namespace on another control plane.
+func namespaceOn(t *testing.T, plane *localcluster.ControlPlane, name string) string {
+	t.Helper()
+	kubectlAs(t, plane.AdminKubeconfig, "create", "namespace", name)
+	t.Cleanup(func() { deleteNamespaceOn(t, plane, name, namespaceDeletionBound) })
 	return name
 }
 
@@ -125,12 +143,18 @@ const namespaceDeletionBound = 30 * time.Second
 // how long that took; it fails the test if it takes longer than bound.
 func deleteNamespace(t *testing.T, name string, bound time.Duration) time.Duration {
 	t.Helper()
+	return deleteNamespaceOn(t, cp, name, bound)
+}
+
+// deleteNamespaceOn is deleteNamespace on another control plane.
+func deleteNamespaceOn(t *testing.T, plane *localcluster.ControlPlane, name string, bound time.Duration) time.Duration {
+	t.Helper()
 	start := time.Now()
-	out, err := cp.Kubectl(context.Background(), cp.AdminKubeconfig, nil,
+	out, err := plane.Kubectl(context.Background(), plane.AdminKubeconfig, nil,
 		"delete", "namespace", name, "--wait", "--timeout="+bound.String())
 	took := time.Since(start)
 	if err != nil {
-		conditions, _ := cp.Kubectl(context.Background(), cp.AdminKubeconfig, nil,
+		conditions, _ := plane.Kubectl(context.Background(), plane.AdminKubeconfig, nil,
 			"get", "namespace", name, "-o", "jsonpath={.status.conditions}")
 		t.Errorf("namespace %s not gone within %s: %v: %s\nconditions: %s", name, bound, err, out, conditions)
 	}
@@ -140,8 +164,14 @@ func deleteNamespace(t *testing.T, name string, bound time.Duration) time.Durati
 // grant binds the ClusterRoles to user in namespace ns.
 func grant(t *testing.T, ns, user string, clusterRoles ...string) {
 	t.Helper()
+	grantOn(t, cp, ns, user, clusterRoles...)
+}
+
+// grantOn is grant on another control plane.
+func grantOn(t *testing.T, plane *localcluster.ControlPlane, ns, user string, clusterRoles ...string) {
+	t.Helper()
 	for _, role := range clusterRoles {
-		kubectl(t, "-n", ns, "create", "rolebinding", user+"-"+strings.TrimPrefix(role, "clustergate:"), "--clusterrole="+role, "--user="+user)
+		kubectlAs(t, plane.AdminKubeconfig, "-n", ns, "create", "rolebinding", user+"-"+strings.TrimPrefix(role, "clustergate:"), "--clusterrole="+role, "--user="+user)
 	}
 }
 

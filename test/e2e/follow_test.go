@@ -18,6 +18,7 @@ import (
 // --follow through the aggregated path and sees each line within seconds;
 // when the stream ends the follow ends too, its signed manifest checked.
 func TestFollowLive(t *testing.T) {
+	t.Parallel()
 	ns, _, session, _ := proxySessionWith(t, "follow", "followed", "1h", "admin")
 	standInPod(t, "followed")
 	grant(t, ns, "audrey", "clustergate:session-auditor")

@@ -163,6 +163,7 @@ func waitGone(t *testing.T, client versioned.Interface, ns, name string, timeout
 // one that waited too long are removed. The reason shows in the wide table,
 // the events and the audit log.
 func TestSessionApproval(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "approval")
 	grantBreakglass(t, ns, "alice", "alice", "bob")
 	alice, bob := userKubeconfig(t, "alice", "sre"), userKubeconfig(t, "bob")

@@ -18,13 +18,18 @@ import (
 
 // TestSessionLimitPerOwner: with the default --session-max-per-owner of 5,
 // an owner's sixth live session, in whichever namespace, is refused until
-// one of the five is gone.
+// one of the five is gone. On the docs' control plane, which runs make
+// run's flags: the suite's own has no limit, for its tests run side by side.
 func TestSessionLimitPerOwner(t *testing.T) {
-	first, second := namespace(t, "limit-a"), namespace(t, "limit-b")
+	plane, _ := demoControlPlane(t)
+	first, second := namespaceOn(t, plane, "limit-a"), namespaceOn(t, plane, "limit-b")
 	for _, ns := range []string{first, second} {
-		grant(t, ns, "lim", "clustergate:session-user", "clustergate:target-viewer")
+		grantOn(t, plane, ns, "lim", "clustergate:session-user", "clustergate:target-viewer")
 	}
-	lim := userKubeconfig(t, "lim")
+	lim, err := plane.UserKubeconfig("lim")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= 5; i++ {
 		ns := first
 		if i > 3 {
@@ -43,7 +48,7 @@ func TestSessionLimitPerOwner(t *testing.T) {
 		}
 	}
 	// Others are not held up by lim's sessions.
-	wantErr(t, create(cp.AdminKubeconfig, first, targetSession("admins", "", "viewer", "shoot/"+localcluster.Shoot), false, false), "")
+	wantErr(t, create(plane.AdminKubeconfig, first, targetSession("admins", "", "viewer", "shoot/"+localcluster.Shoot), false, false), "")
 
 	kubectlAs(t, lim, "-n", second, "delete", "session", "lim-5", "--wait")
 	wantErr(t, create(lim, first, targetSession("lim-6", "", "viewer", "shoot/"+localcluster.Shoot), false, false), "")
@@ -52,6 +57,7 @@ func TestSessionLimitPerOwner(t *testing.T) {
 // TestResourceQuota: a ResourceQuota on clustergate's objects is enforced
 // at admission, with its usage kept by the garden's kube-controller-manager.
 func TestResourceQuota(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	kube, _ := clients(t)
 	ns := namespace(t, "quota")

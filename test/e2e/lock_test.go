@@ -267,6 +267,7 @@ const lockRetention = 5 * time.Second
 // TestExpiredLockRemoved: a lock that expired stays listed as Expired for
 // the retention, then the leader deletes it.
 func TestExpiredLockRemoved(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, admin := clients(t)
 	expiresAt := time.Now().Add(2 * time.Second)

@@ -59,6 +59,7 @@ func refused(t *testing.T, kubeconfig, ns, want string, args ...string) {
 // extension, bob may not revoke it, alice does; then a viewer session with
 // --wait gives a kubeconfig that reaches the target.
 func TestPlugin(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "plugin")
 	grantBreakglass(t, ns, "alice", "alice", "bob")
 	grant(t, ns, "alice", "clustergate:target-viewer")

@@ -33,6 +33,7 @@ stringData: {config: x}
 // Opaque Secrets it manages, never service account tokens or annotations
 // and never the mark of a cluster target, whatever RBAC lets it do.
 func TestServerSecretPolicy(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "policy-secrets")
 	as := "--as=" + localcluster.ClustergateServiceAccount
 	kubectl(t, "-n", ns, "create", "secret", "generic", "users", "--from-literal=a=b")
@@ -118,6 +119,7 @@ func TestServerRBAC(t *testing.T) {
 // the policy restricts that installation's service account, and knows its
 // own namespace, with nothing edited but the kustomization.
 func TestSecretsPolicyFollowsKustomize(t *testing.T) {
+	t.Parallel()
 	policy, err := os.ReadFile(filepath.Join(cp.RepoRoot(), "artifacts", "rbac", "secrets-policy.yaml"))
 	if err != nil {
 		t.Fatal(err)

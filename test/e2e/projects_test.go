@@ -42,6 +42,7 @@ spec:
 // TARGET column shows the project. A GardenerClusterKubeconfig keeps the
 // kubeconfig of pay's prod, which Gardener issued in garden-pay.
 func TestShootsOfTwoProjects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, project := range []string{"shop", "pay"} {
 		if err := cp.AddShoot(ctx, project, "prod"); err != nil {

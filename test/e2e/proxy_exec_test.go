@@ -50,6 +50,7 @@ spec:
 // owner through the whole path: kube-apiserver, clustergate, the shoot's
 // kube-apiserver and its node.
 func TestProxyExecAndPortForward(t *testing.T) {
+	t.Parallel()
 	_, _, session, _ := proxySessionWith(t, "proxy-exec", "exec", "1h", "admin")
 	standInPod(t, "exec")
 

@@ -70,6 +70,7 @@ func restConfig(t *testing.T, kubeconfig string) *rest.Config {
 }
 
 func TestProxy(t *testing.T) {
+	t.Parallel()
 	ns, alice, session, s := proxySession(t, "proxy", "work", "1h")
 
 	t.Run("the owner reaches the target", func(t *testing.T) {
@@ -183,6 +184,7 @@ func TestProxy(t *testing.T) {
 // wants it too: a user of the owner's name with another UID (one deleted and
 // created again, say) is not the owner.
 func TestProxyOwnerUID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := namespace(t, "proxy-uid")
 	grant(t, ns, "uma", "clustergate:session-user", "clustergate:target-viewer")
@@ -236,6 +238,7 @@ func TestProxyOwnerUID(t *testing.T) {
 // the source addresses of a proxied request are those the control plane
 // saw, never those the caller wrote into forwarding headers.
 func TestProxyCallerAddressesDoNotReachTheTarget(t *testing.T) {
+	t.Parallel()
 	_, _, session, _ := proxySession(t, "proxy-addresses", "addresses", "1h")
 	cfg := restConfig(t, session)
 	transport, err := rest.TransportFor(cfg)
@@ -280,6 +283,7 @@ func TestProxyCallerAddressesDoNotReachTheTarget(t *testing.T) {
 // The shoot's stand-in node serves no logs; clustergate's log tells how it
 // classified each request.
 func TestProxyFollowIsLongRunning(t *testing.T) {
+	t.Parallel()
 	_, _, session, _ := proxySession(t, "proxy-follow", "follow", "1h")
 	cfg := restConfig(t, session)
 	transport, err := rest.TransportFor(cfg)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestRBAC(t *testing.T) {
+	t.Parallel()
 	team := namespace(t, "team-a")
 	other := namespace(t, "team-b")
 	grant(t, team, "alice", "clustergate:session-user", "clustergate:target-viewer")
@@ -114,6 +115,7 @@ func TestRBAC(t *testing.T) {
 }
 
 func TestValidatingAdmissionPolicyAppliesToSessions(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "policy")
 	kubectl(t, "label", "namespace", ns, "clustergate-policy=short-sessions")
 	apply(t, cp.AdminKubeconfig, `apiVersion: admissionregistration.k8s.io/v1

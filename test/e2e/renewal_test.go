@@ -87,6 +87,7 @@ func signApproved(ctx context.Context, shoot kubernetes.Interface, ca *localclus
 // the session stays Ready, and its owner's requests through the proxy still
 // reach the target after the first certificate expired.
 func TestClusterCertificateRenewal(t *testing.T) {
+	t.Parallel()
 	const lifetime = 70 * time.Second
 	runShortLivedSigner(t, lifetime)
 	_, client := clients(t)

@@ -61,6 +61,7 @@ func refusedWith(t *testing.T, kubeconfig, want string, args ...string) {
 // before the target sees it, both ways in, and the deny rules of
 // artifacts/examples/session-access.yaml refuse even an unscoped admin.
 func TestLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	_, client := clients(t)
 	ns := namespace(t, "least-privilege")
 	for _, n := range []string{scopeNamespace, otherNamespace} {

@@ -90,6 +90,7 @@ func clientCertificate(t *testing.T, s *v1alpha1.Session) *x509.Certificate {
 }
 
 func TestShootSession(t *testing.T) {
+	t.Parallel()
 	_, client := clients(t)
 	ns := namespace(t, "shoot-sessions")
 	apply(t, cp.AdminKubeconfig, sessionManifest("look", ""), "-n", ns)
@@ -129,6 +130,7 @@ func TestShootSession(t *testing.T) {
 }
 
 func TestClusterSession(t *testing.T) {
+	t.Parallel()
 	_, client := clients(t)
 	ns := namespace(t, "cluster-sessions")
 	// On the shoot, the session's group gets exactly the built-in view role.
@@ -202,6 +204,7 @@ func TestSessionEndsAtExpiry(t *testing.T) {
 }
 
 func TestSessionTargetProblems(t *testing.T) {
+	t.Parallel()
 	_, client := clients(t)
 	ns := namespace(t, "broken-sessions")
 	tests := []struct {
@@ -231,6 +234,7 @@ func TestSessionTargetProblems(t *testing.T) {
 }
 
 func TestSessionBadInput(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t, "bad-sessions")
 	base := sessionManifest("bad", "")
 	tests := []struct {

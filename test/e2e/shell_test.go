@@ -22,7 +22,8 @@ import (
 )
 
 // demo is the control plane of the docs' tests (TestQuickStart,
-// TestUsageGuide), started once for all of them: each start costs about
+// TestUsageGuide) and of TestSessionLimitPerOwner, which needs make run's
+// default limit, started once for all of them: each start costs about
 // 15 s and the memory of a second garden.
 var demo struct {
 	once sync.Once

@@ -72,6 +72,7 @@ func shootAuditEvent(t *testing.T, marker string) auditEvent {
 // deleted session leaves no CSR on the Shoot, and its certificate, whose key
 // went with the session, ends when the session would have.
 func TestShootAuditNamesTheOwner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	kube, client := clients(t)
 	ns := namespace(t, "shoot-identity")
